@@ -1,0 +1,67 @@
+/* kernels.h: the one header for volua's CUDA kernels: an extern "C" entry per op family,
+ * taking the resolved geometry (src/op_params.h), raw device pointers and a stream.
+ * Each returns 0, or a CUDA error code with "<op>: <cuda error> at file:line" in err. */
+#ifndef VOLUA_KERNELS_H
+#define VOLUA_KERNELS_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "../src/op_params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* max_pool3d.cu */
+int volua_cuda_max_pool3d(const volua_pool3d_geom *g, const float *x, float *y, int64_t *indices,
+                          cudaStream_t s, char *err);
+/* conv3d.cu */
+int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                      float *y, volua_math_mode math, cudaStream_t s, char *err);
+/* conv_transpose3d.cu */
+int volua_cuda_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
+                                const float *b, float *y, volua_math_mode math, cudaStream_t s,
+                                char *err);
+/* group_norm.cu */
+int volua_cuda_group_norm(const volua_group_norm_geom *g, const float *x, const float *w,
+                          const float *b, float *y, cudaStream_t s, char *err);
+/* mean.cu */
+int volua_cuda_mean(const volua_mean_geom *g, const float *x, float *y, cudaStream_t s, char *err);
+/* conv3d_gn_mean.cu: one pass; the convolution's output never goes to device memory. */
+int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
+                              const float *cb, const float *gw, const float *gb, float *y,
+                              volua_math_mode math, cudaStream_t s, char *err);
+
+/* elementwise.cu: `dt` is a volua_dtype (0 float32, 1 int64). */
+int volua_cuda_binary(const volua_bcast_geom *g, int dt, const void *a, const void *b, void *y,
+                      volua_binop op, cudaStream_t s, char *err);
+int volua_cuda_binary_scalar(int64_t n, int dt, const void *a, double v, void *y, volua_binop op,
+                             int scalar_first, cudaStream_t s, char *err);
+int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua_unop op, cudaStream_t s,
+                     char *err);
+int volua_cuda_fill(int64_t n, int dt, void *y, double v, cudaStream_t s, char *err);
+int volua_cuda_convert(int64_t n, int dst_dt, void *dst, int src_dt, const void *src,
+                       cudaStream_t s, char *err);
+/* Whole-tensor reductions; the result is copied back and the stream synchronised. */
+int volua_cuda_reduce(int64_t n, int dt, const void *a, volua_reduce_op op, double *result,
+                      cudaStream_t s, char *err);
+int volua_cuda_max_abs_diff(int64_t n, int dt, const void *a, const void *b, double *result,
+                            cudaStream_t s, char *err);
+int volua_cuda_allclose(int64_t n, int dt, const void *a, const void *b, double rtol, double atol,
+                        int equal_nan, int *result, cudaStream_t s, char *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* Kernels allocate scratch through src/cuda.c's caching allocator. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int volua_cuda_malloc(void **p, int64_t bytes, char *err);
+void volua_cuda_free(void *p);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,42 @@
+/* cpu.h: the CPU backend: one reference per op, float64 accumulation, OpenMP over both cores.
+ * Arguments are already validated and the geometry resolved (src/ops). Returns 0, or
+ * non-zero with a message in err (only for "interrupted" or failed scratch allocations). */
+#ifndef VOLUA_CPU_H
+#define VOLUA_CPU_H
+
+#include <stdint.h>
+#include "../op_params.h"
+
+int volua_cpu_max_pool3d(const volua_pool3d_geom *g, const float *x, float *y, int64_t *indices,
+                         char *err);
+int volua_cpu_conv3d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                     float *y, char *err);
+/* One output row (n, co, od, oh) of conv3d, bias included, into row[0 .. out[2]) in double
+ * (src/cpu/conv3d.c; conv3d_gn_mean builds on it). */
+void volua_cpu_conv3d_row(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                          int64_t n, int64_t co, int64_t od, int64_t oh, double *row);
+int volua_cpu_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
+                               const float *b, float *y, char *err);
+int volua_cpu_group_norm(const volua_group_norm_geom *g, const float *x, const float *w,
+                         const float *b, float *y, char *err);
+int volua_cpu_mean(const volua_mean_geom *g, const float *x, float *y, char *err);
+int volua_cpu_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
+                             const float *cb, const float *gw, const float *gb, float *y, char *err);
+
+/* elementwise (src/cpu/elementwise.c); `dt` is a volua_dtype, both operands of that dtype */
+int volua_cpu_binary(const volua_bcast_geom *g, int dt, const void *a, const void *b, void *y,
+                     volua_binop op);
+int volua_cpu_binary_scalar(int64_t n, int dt, const void *a, double s, void *y, volua_binop op,
+                            int scalar_first);
+int volua_cpu_unary(int64_t n, int dt, const void *a, void *y, volua_unop op);
+int volua_cpu_fill(int64_t n, int dt, void *y, double v);
+double volua_cpu_reduce(int64_t n, int dt, const void *a, volua_reduce_op op);
+double volua_cpu_max_abs_diff(int64_t n, int dt, const void *a, const void *b);
+int volua_cpu_allclose(int64_t n, int dt, const void *a, const void *b, double rtol, double atol,
+                       int equal_nan);
+void volua_cpu_convert(int64_t n, int dst_dt, void *dst, int src_dt, const void *src);
+
+/* Poll in long loops: returns 1 (and writes "<op>: interrupted") once Ctrl-C was pressed. */
+int volua_cpu_check_interrupt(const char *op, char *err);
+
+#endif

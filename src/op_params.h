@@ -1,0 +1,84 @@
+/* op_params.h: the resolved geometry of each op, shared by src/ops, src/cpu and kernels/ (plain C). */
+#ifndef VOLUA_OP_PARAMS_H
+#define VOLUA_OP_PARAMS_H
+
+#include <stdint.h>
+
+/* Spatial dims are always (D, H, W) at index 0, 1, 2. Every size is int64_t. */
+
+/* max_pool3d over `planes` = N*C independent volumes. */
+typedef struct volua_pool3d_geom {
+  int64_t planes;
+  int64_t in[3], out[3];
+  int64_t kernel[3], stride[3], padding[3], dilation[3];
+  int ceil_mode;
+  int return_indices;
+} volua_pool3d_geom;
+
+typedef enum {
+  VOLUA_PAD_ZEROS = 0,
+  VOLUA_PAD_REFLECT = 1,
+  VOLUA_PAD_REPLICATE = 2,
+  VOLUA_PAD_CIRCULAR = 3
+} volua_padding_mode;
+
+/* conv3d: x (N, C_in, in), weight (C_out, C_in/groups, kernel), bias (C_out) or NULL,
+ * y (N, C_out, out). pad_lo/pad_hi may differ ("same" with an even effective kernel). */
+typedef struct volua_conv3d_geom {
+  int64_t N, C_in, C_out, groups;
+  int64_t in[3], out[3];
+  int64_t kernel[3], stride[3], pad_lo[3], pad_hi[3], dilation[3];
+  volua_padding_mode padding_mode;
+} volua_conv3d_geom;
+
+/* conv_transpose3d: x (N, C_in, in), weight (C_in, C_out/groups, kernel), bias (C_out) or NULL,
+ * y (N, C_out, out) with out = (in-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1. */
+typedef struct volua_conv_transpose3d_geom {
+  int64_t N, C_in, C_out, groups;
+  int64_t in[3], out[3];
+  int64_t kernel[3], stride[3], padding[3], output_padding[3], dilation[3];
+} volua_conv_transpose3d_geom;
+
+/* group_norm: x viewed as (N, C, S) with S the product of the dims after C. */
+typedef struct volua_group_norm_geom {
+  int64_t N, C, S, groups;
+  double eps;
+} volua_group_norm_geom;
+
+/* mean: x viewed as (outer, reduced, inner) is not general enough for any set of dims,
+ * so the geometry keeps the full shape and a mask of reduced dims. */
+#define VOLUA_MEAN_MAX_DIMS 8
+typedef struct volua_mean_geom {
+  int ndim;
+  int64_t shape[VOLUA_MEAN_MAX_DIMS];
+  int reduce[VOLUA_MEAN_MAX_DIMS]; /* 1 where the dim is averaged over */
+  int64_t out_numel, reduce_numel;
+} volua_mean_geom;
+
+/* conv3d -> group_norm -> mean over (C, D, H, W): y (N). */
+typedef struct volua_conv3d_gn_mean_geom {
+  volua_conv3d_geom conv;
+  int64_t groups;   /* group_norm's num_groups over conv.C_out channels */
+  double eps;
+} volua_conv3d_gn_mean_geom;
+
+/* Math mode for convolutions: float32 accuracy, or operands rounded to TF32. */
+typedef enum { VOLUA_MATH_FP32 = 0, VOLUA_MATH_TF32 = 1 } volua_math_mode;
+
+
+
+/* -- elementwise and reductions (tensor methods) ---- */
+
+typedef enum { VOLUA_BIN_ADD = 0, VOLUA_BIN_SUB, VOLUA_BIN_MUL, VOLUA_BIN_DIV } volua_binop;
+typedef enum { VOLUA_UN_NEG = 0, VOLUA_UN_ABS, VOLUA_UN_RELU } volua_unop;
+typedef enum { VOLUA_RED_SUM = 0, VOLUA_RED_MAX, VOLUA_RED_MIN } volua_reduce_op;
+
+/* Broadcast of two operands to `shape`: element i of the output reads a and b through
+ * their strides (0 on broadcast dims), in elements. */
+typedef struct volua_bcast_geom {
+  int ndim;
+  int64_t shape[8];
+  int64_t stride_a[8], stride_b[8];
+  int64_t numel;
+} volua_bcast_geom;
+#endif

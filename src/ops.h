@@ -1,0 +1,92 @@
+/* ops.h: every op of the API: validates arguments as PyTorch does, computes the output
+ * shape (one function per op), allocates the result and runs the CPU or CUDA backend.
+ * Each returns 0, or non-zero with a message in err ("conv3d: ..."). No Lua here. */
+#ifndef VOLUA_OPS_H
+#define VOLUA_OPS_H
+
+#include "tensor.h"
+#include "op_params.h"
+
+/* -- output sizes (the formula is written once, here) ---- */
+
+/* PyTorch's pooling_output_shape: with ceil_mode the last window must start inside the
+ * input or the left padding. */
+int64_t volua_pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                               int64_t dilation, int ceil_mode);
+int64_t volua_conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_lo,
+                               int64_t pad_hi, int64_t dilation);
+int64_t volua_conv_transpose_output_size(int64_t in, int64_t kernel, int64_t stride,
+                                         int64_t pad, int64_t output_padding, int64_t dilation);
+
+/* -- arguments as the user gave them (per dim, already expanded from a number) ---- */
+
+typedef struct volua_max_pool3d_args {
+  int64_t kernel_size[3], stride[3], padding[3], dilation[3];
+  int ceil_mode, return_indices;
+} volua_max_pool3d_args;
+
+typedef enum { VOLUA_PADDING_EXPLICIT = 0, VOLUA_PADDING_SAME, VOLUA_PADDING_VALID } volua_padding_kind;
+
+typedef struct volua_conv3d_args {
+  int64_t stride[3], padding[3], dilation[3];
+  volua_padding_kind padding_kind;
+  int64_t groups;
+  volua_padding_mode padding_mode;
+} volua_conv3d_args;
+
+typedef struct volua_conv_transpose3d_args {
+  int64_t stride[3], padding[3], output_padding[3], dilation[3];
+  int64_t groups;
+} volua_conv_transpose3d_args;
+
+/* -- the ops; `out` (and `indices`) are empty tensors that the op allocates ---- */
+
+int volua_max_pool3d(volua_tensor *out, volua_tensor *indices, const volua_tensor *x,
+                     const volua_max_pool3d_args *a, char *err);
+int volua_conv3d(volua_tensor *out, const volua_tensor *x, const volua_tensor *weight,
+                 const volua_tensor *bias /* NULL: none */, const volua_conv3d_args *a, char *err);
+int volua_conv_transpose3d(volua_tensor *out, const volua_tensor *x, const volua_tensor *weight,
+                           const volua_tensor *bias, const volua_conv_transpose3d_args *a, char *err);
+int volua_group_norm(volua_tensor *out, const volua_tensor *x, int64_t num_groups,
+                     const volua_tensor *weight, const volua_tensor *bias, double eps, char *err);
+/* dims: 0-based, already normalised (no negatives), ndims == 0 means all. */
+int volua_mean(volua_tensor *out, const volua_tensor *x, int ndims, const int *dims, int keepdim,
+               char *err);
+int volua_conv3d_group_norm_mean(volua_tensor *out, const volua_tensor *x, const volua_tensor *conv_w,
+                                 const volua_tensor *conv_b, int64_t num_groups,
+                                 const volua_tensor *gn_w, const volua_tensor *gn_b, double eps,
+                                 const volua_conv3d_args *a, char *err);
+
+/* -- shared by conv3d and conv3d_group_norm_mean (src/ops/conv3d.c) ---- */
+
+/* An unbatched (C, D, H, W) x viewed as (1, C, D, H, W) (borrowed: no reference taken); a 5-D x
+ * as it is; any other rank is an error naming fname. */
+int volua_conv_batch_view(volua_tensor *view, const volua_tensor *x, const char *fname, char *err);
+/* Checks conv3d's arguments as PyTorch does (x 5-D) and resolves the geometry; messages start
+ * with fname. */
+int volua_conv3d_geom_resolve(volua_conv3d_geom *g, const char *fname, const volua_tensor *x,
+                              const volua_tensor *weight, const volua_tensor *bias,
+                              const volua_conv3d_args *a, char *err);
+
+/* -- elementwise, reductions, random (src/ops/elementwise.c) ---- */
+
+int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b, volua_binop op,
+                 char *err);
+/* a op s, or s op a when scalar_first. */
+int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volua_binop op,
+                        int scalar_first, char *err);
+int volua_unary(volua_tensor *out, const volua_tensor *a, volua_unop op, char *err);
+int volua_fill(volua_tensor *t, double v, char *err);
+int volua_reduce_all(const volua_tensor *t, volua_reduce_op op, double *result, char *err);
+int volua_max_abs_diff(const volua_tensor *a, const volua_tensor *b, double *result, char *err);
+int volua_allclose(const volua_tensor *a, const volua_tensor *b, double rtol, double atol,
+                   int equal_nan, int *result, char *err);
+/* Fills t (any device) with uniform [0,1) or standard normal numbers: from a generator seeded
+ * with *seed when seed is not NULL (reproducible), else from the global generator. */
+int volua_random(volua_tensor *t, int normal, const uint64_t *seed, char *err);
+void volua_manual_seed(uint64_t seed);
+/* Math mode for convolutions. */
+void volua_set_math(volua_math_mode m);
+volua_math_mode volua_get_math(void);
+
+#endif
