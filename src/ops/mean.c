@@ -1,0 +1,89 @@
+/* mean.c: volua_mean: torch.mean over a set of dims (0-based, already normalised by the
+ * binding) with keepdim; checks, output shape, allocation and dispatch to src/cpu or kernels/. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../ops.h"
+#include "../cuda.h"
+#include "../cpu/cpu.h"
+#ifdef VOLUA_CUDA
+#include "../../kernels/kernels.h"
+#endif
+
+int volua_mean(volua_tensor *out, const volua_tensor *x, int ndims, const int *dims, int keepdim,
+               char *err) {
+  if (!x->storage) {
+    snprintf(err, VOLUA_ERR_MAX, "mean: input is a freed tensor");
+    return 1;
+  }
+  if (x->dtype != VOLUA_FLOAT32) {
+    snprintf(err, VOLUA_ERR_MAX,
+             "mean: input dtype %s is not supported (float32 needed), as torch.mean refuses "
+             "integer tensors", volua_dtype_name(x->dtype));
+    return 1;
+  }
+  if (x->ndim > VOLUA_MEAN_MAX_DIMS) {
+    snprintf(err, VOLUA_ERR_MAX, "mean: input has %d dims, at most %d are supported", x->ndim,
+             VOLUA_MEAN_MAX_DIMS);
+    return 1;
+  }
+  if (ndims < 0 || ndims > x->ndim || (ndims > 0 && !dims)) {
+    snprintf(err, VOLUA_ERR_MAX, "mean: %d dims given for a %d-D input", ndims, x->ndim);
+    return 1;
+  }
+
+  volua_mean_geom g = {0};
+  g.ndim = x->ndim;
+  for (int i = 0; i < x->ndim; i++) {
+    g.shape[i] = x->shape[i];
+    g.reduce[i] = ndims == 0; /* no dims: every dim */
+  }
+  for (int j = 0; j < ndims; j++) {
+    int d = dims[j];
+    if (d < 0 || d >= x->ndim) {
+      snprintf(err, VOLUA_ERR_MAX, "mean: dim %d (0-based) is out of range for a %d-D input", d,
+               x->ndim);
+      return 1;
+    }
+    if (g.reduce[d]) {
+      snprintf(err, VOLUA_ERR_MAX, "mean: dim %d (0-based) appears more than once in dims", d);
+      return 1;
+    }
+    g.reduce[d] = 1;
+  }
+
+  int64_t shape[VOLUA_MAX_DIMS];
+  int nd = 0;
+  g.out_numel = 1;
+  g.reduce_numel = 1;
+  for (int i = 0; i < x->ndim; i++) {
+    /* checked: with a zero size elsewhere the other sizes may multiply past int64 */
+    int64_t *product = g.reduce[i] ? &g.reduce_numel : &g.out_numel;
+    if (__builtin_mul_overflow(*product, x->shape[i], product)) {
+      snprintf(err, VOLUA_ERR_MAX, "mean: input shape is too large");
+      return 1;
+    }
+    if (!g.reduce[i] || keepdim) shape[nd++] = g.reduce[i] ? 1 : x->shape[i];
+  }
+
+  if (volua_tensor_alloc(out, nd, shape, VOLUA_FLOAT32, x->device, err)) return 1;
+  if (g.out_numel == 0) return 0;
+  /* with reduce_numel == 0 every output is the mean of nothing: NaN, as torch.mean; the
+   * backends compute it as 0 / 0 */
+
+  const float *xp = volua_tensor_f32(x);
+  float *yp = volua_tensor_f32(out);
+  int rc;
+  if (x->device == VOLUA_DEVICE_CPU) {
+    rc = volua_cpu_mean(&g, xp, yp, err);
+  } else {
+#ifdef VOLUA_CUDA
+    rc = volua_cuda_mean(&g, xp, yp, (cudaStream_t)volua_cuda_stream(), err);
+#else
+    snprintf(err, VOLUA_ERR_MAX, "mean: volua was built without CUDA");
+    rc = 1;
+#endif
+  }
+  if (rc) volua_tensor_free(out);
+  return rc;
+}
