@@ -201,6 +201,8 @@ describe("comparisons", function()
     assert.is_false(vol.allclose(vol.tensor({1}), vol.tensor({1.1}), {rtol = 0.01}))
     assert.is_true(vol.allclose(vol.tensor({1}), vol.tensor({1.1}), {rtol = 0.1}))
     assert.is_true(vol.allclose(vol.tensor({1 / 0}), vol.tensor({1 / 0})))
+    assert.is_false(vol.allclose(vol.tensor({1}), vol.tensor({1 / 0})))
+    assert.is_false(vol.allclose(vol.tensor({1 / 0}), vol.tensor({-1 / 0})))
     assert.has_error(function() vol.allclose(vol.zeros({2}), vol.zeros({3})) end,
       "allclose: shapes differ: (2,) and (3,)")
   end)

@@ -175,7 +175,8 @@ int volua_cpu_allclose(int64_t n, int dt, const void *a, const void *b, double r
       if (equal_nan && isnan(x) && isnan(y)) continue;
       return 0;
     }
-    if (x == y) continue;
+    if (x == y) continue;          /* also inf == inf */
+    if (isinf(x) || isinf(y)) return 0; /* an infinite difference is never close, as in torch */
     if (!(fabs(x - y) <= atol + rtol * fabs(y))) return 0;
   }
   return 1;
