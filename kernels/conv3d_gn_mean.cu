@@ -1,0 +1,151 @@
+// conv3d_gn_mean.cu: mean over (C, D, H, W) of group_norm(conv3d(x)) in one pass: the convolution's
+// outputs live only in registers; what reaches device memory is a pair of sums per channel and chunk.
+//
+// With y the conv output, mean_c the spatial mean of channel c, mu_g and rstd_g its group's statistics:
+//   mean over (c, s) of gw[c] * (y - mu_g) * rstd_g + gb[c]
+//     = (1 / C) * sum_c (gw[c] * (mean_c - mu_g) * rstd_g + gb[c])
+// and var_g = (sum_c M2_c + S * sum_c (mean_c - mu_g)^2) / (Cg * S) (Chan's merge of channels),
+// so per channel only its mean and M2 (sum of squared deviations) are needed.
+#include <math.h>
+#include <stdint.h>
+
+#include "common.cuh"
+
+// -- kernels ----
+
+// Task t = (n * C_out + co) * bpc + chunk: the conv outputs of channel co of sample n at spatial
+// positions [chunk * len, (chunk + 1) * len). Sums are shifted by K = the channel's output at
+// position 0 (the same for every chunk of the channel), which keeps sum((y-K)^2) - sum(y-K)^2/S
+// free of cancellation when the mean is large against the spread.
+static __global__ void conv_gn_partial_kernel(volua_conv3d_geom g, const float *__restrict__ x,
+                                              const float *__restrict__ w, const float *__restrict__ b, int64_t bpc,
+                                              int64_t len, double *__restrict__ partial, double *__restrict__ shift) {
+  __shared__ double scratch[32];
+  __shared__ double k_shared;
+  const int64_t OH = g.out[1], OW = g.out[2];
+  const int64_t S = g.out[0] * OH * OW, tasks = g.N * g.C_out * bpc;
+  for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const int64_t nc = t / bpc, chunk = t % bpc;
+    const int64_t co = nc % g.C_out, n = nc / g.C_out;
+    if (threadIdx.x == 0) {
+      k_shared = volua_conv3d_point(g, x, w, n, co, 0, 0, 0);
+      if (chunk == 0) shift[nc] = k_shared + (b ? (double)b[co] : 0.0);
+    }
+    __syncthreads();
+    const double k = k_shared; // the bias cancels in y - K
+    const int64_t lo = chunk * len, hi = lo + len < S ? lo + len : S;
+    double s1 = 0.0, s2 = 0.0;
+    for (int64_t sp = lo + threadIdx.x; sp < hi; sp += blockDim.x) {
+      const int64_t ow = sp % OW, oh = (sp / OW) % OH, od = sp / (OW * OH);
+      const double d = volua_conv3d_point(g, x, w, n, co, od, oh, ow) - k;
+      s1 += d;
+      s2 += d * d;
+    }
+    s1 = volua_block_sum(s1, scratch);
+    s2 = volua_block_sum(s2, scratch); // its final barrier also protects k_shared for the next task
+    if (threadIdx.x == 0) {
+      partial[2 * t] = s1;
+      partial[2 * t + 1] = s2;
+    }
+  }
+}
+
+// Mean and M2 of channel nc's conv outputs from its chunks' shifted sums.
+__device__ __forceinline__ void channel_stats(const double *partial, const double *shift, int64_t nc, int64_t bpc,
+                                              double S, double &mean, double &m2) {
+  double s1 = 0.0, s2 = 0.0;
+  for (int64_t k = 0; k < bpc; k++) {
+    s1 += partial[2 * (nc * bpc + k)];
+    s2 += partial[2 * (nc * bpc + k) + 1];
+  }
+  mean = shift[nc] + s1 / S;
+  m2 = s2 - s1 * (s1 / S);
+  if (m2 < 0.0) m2 = 0.0;
+}
+
+// One block per sample, one thread per group (strided): group statistics, then the mean of the
+// normalised, affine-transformed values, written as y[n].
+static __global__ void conv_gn_finish_kernel(int64_t N, int64_t C, int64_t groups, int64_t S, double eps,
+                                             int64_t bpc, const double *__restrict__ partial,
+                                             const double *__restrict__ shift, const float *__restrict__ gw,
+                                             const float *__restrict__ gb, float *__restrict__ y) {
+  __shared__ double scratch[32];
+  const int64_t cpg = C / groups;
+  const double s = (double)S;
+  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+    double total = 0.0;
+    for (int64_t gi = threadIdx.x; gi < groups; gi += blockDim.x) {
+      double sum_mean = 0.0, sum_m2 = 0.0, mean, m2;
+      for (int64_t c = gi * cpg; c < (gi + 1) * cpg; c++) {
+        channel_stats(partial, shift, n * C + c, bpc, s, mean, m2);
+        sum_mean += mean;
+        sum_m2 += m2;
+      }
+      const double mu = sum_mean / (double)cpg;
+      double between = 0.0;
+      for (int64_t c = gi * cpg; c < (gi + 1) * cpg; c++) {
+        channel_stats(partial, shift, n * C + c, bpc, s, mean, m2);
+        between += (mean - mu) * (mean - mu);
+      }
+      double var = (sum_m2 + s * between) / ((double)cpg * s);
+      if (var < 0.0) var = 0.0;
+      const double rstd = 1.0 / sqrt(var + eps);
+      for (int64_t c = gi * cpg; c < (gi + 1) * cpg; c++) {
+        channel_stats(partial, shift, n * C + c, bpc, s, mean, m2);
+        total += (gw ? (double)gw[c] : 1.0) * (mean - mu) * rstd + (gb ? (double)gb[c] : 0.0);
+      }
+    }
+    total = volua_block_sum(total, scratch);
+    if (threadIdx.x == 0) y[n] = (float)(total / (double)C);
+  }
+}
+
+// -- launcher ----
+
+#define CGM_CHUNK 1024          /* spatial outputs per task, at least */
+#define CGM_TARGET_TASKS 65536  /* enough tasks to fill the GPU several times */
+#define CGM_FINISH_THREADS 128
+
+static int launch_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
+                                 const float *cb, const float *gw, const float *gb, float *y, double *scratch,
+                                 int64_t bpc, cudaStream_t s, char *err) {
+  const char *op = "conv3d_group_norm_mean";
+  const volua_conv3d_geom *c = &g->conv;
+  const int64_t S = c->out[0] * c->out[1] * c->out[2], nc = c->N * c->C_out;
+  const int64_t len = (S + bpc - 1) / bpc;
+  double *partial = scratch, *shift = scratch + 2 * nc * bpc;
+  conv_gn_partial_kernel<<<volua_grid_for(nc * bpc, 1), VOLUA_THREADS, 0, s>>>(*c, x, cw, cb, bpc, len, partial,
+                                                                              shift);
+  CUDA_CHECK_LAUNCH();
+  conv_gn_finish_kernel<<<volua_grid_for(c->N, 1), CGM_FINISH_THREADS, 0, s>>>(c->N, c->C_out, g->groups, S, g->eps,
+                                                                               bpc, partial, shift, gw, gb, y);
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+// -- entry ----
+
+// math: float32 operands, double accumulation (meets "fp32" and "tf32"); see conv3d.cu.
+extern "C" int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
+                                         const float *cb, const float *gw, const float *gb, float *y,
+                                         volua_math_mode math, cudaStream_t s, char *err) {
+  const char *op = "conv3d_group_norm_mean";
+  (void)math;
+  const volua_conv3d_geom *c = &g->conv;
+  const int64_t S = c->out[0] * c->out[1] * c->out[2], nc = c->N * c->C_out;
+  if (c->N <= 0) return 0;
+  if (S <= 0 || c->C_out <= 0 || g->groups <= 0) {
+    // nothing to average: NaN (all-ones bits), as a mean over no values
+    CUDA_CHECK(cudaMemsetAsync(y, 0xFF, (size_t)c->N * sizeof(float), s));
+    return 0;
+  }
+  int64_t bpc = (S + CGM_CHUNK - 1) / CGM_CHUNK;
+  const int64_t cap = (CGM_TARGET_TASKS + nc - 1) / nc;
+  if (bpc > cap) bpc = cap;
+  if (bpc < 1) bpc = 1;
+  double *scratch = NULL;
+  if (volua_cuda_malloc((void **)&scratch, (2 * nc * bpc + nc) * (int64_t)sizeof(double), err)) return 1;
+  int rc = launch_conv3d_gn_mean(g, x, cw, cb, gw, gb, y, scratch, bpc, s, err);
+  volua_cuda_free(scratch);
+  return rc;
+}

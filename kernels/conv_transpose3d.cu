@@ -1,0 +1,83 @@
+// conv_transpose3d.cu: transposed 3D convolution (groups, stride, dilation, padding, output_padding)
+// as a gather: each output element sums the inputs whose taps reach it, accumulated in double.
+#include <stdint.h>
+
+#include "common.cuh"
+
+// Input index along one dim that tap k sends to output o, or -1: o = i*stride - pad + k*dil,
+// so i = (o + pad - k*dil) / stride when that divides exactly and lands inside the input.
+// Signed arithmetic: a negative numerator is simply rejected before the division.
+__device__ __forceinline__ int64_t transpose_source(int64_t o, int64_t k, int64_t in, int64_t stride, int64_t pad,
+                                                   int64_t dilation) {
+  const int64_t t = o + pad - k * dilation;
+  if (t < 0 || t % stride != 0) return -1;
+  const int64_t i = t / stride;
+  return i < in ? i : -1;
+}
+
+// -- kernel ----
+
+static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geom g, const float *__restrict__ x,
+                                                      const float *__restrict__ w, const float *__restrict__ b,
+                                                      float *__restrict__ y) {
+  const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t kD = g.kernel[0], kH = g.kernel[1], kW = g.kernel[2];
+  const int64_t cin_g = g.C_in / g.groups, cout_g = g.C_out / g.groups;
+  const int64_t in_volume = ID * IH * IW, k_volume = kD * kH * kW;
+  const int64_t total = g.N * g.C_out * OD * OH * OW;
+  VOLUA_GRID_LOOP(i, total) {
+    int64_t t = i;
+    const int64_t ow = t % OW;
+    t /= OW;
+    const int64_t oh = t % OH;
+    t /= OH;
+    const int64_t od = t % OD;
+    t /= OD;
+    const int64_t co = t % g.C_out;
+    const int64_t n = t / g.C_out;
+    const int64_t grp = co / cout_g, co_in_group = co - grp * cout_g;
+    // weight is (C_in, C_out/groups, kD, kH, kW): input channel ci of this group, column co_in_group
+    const float *wg = w + (grp * cin_g * cout_g + co_in_group) * k_volume;
+    const float *xg = x + (n * g.C_in + grp * cin_g) * in_volume;
+    double acc = b ? (double)b[co] : 0.0;
+    for (int64_t kd = 0; kd < kD; kd++) {
+      const int64_t id = transpose_source(od, kd, ID, g.stride[0], g.padding[0], g.dilation[0]);
+      if (id < 0) continue;
+      for (int64_t kh = 0; kh < kH; kh++) {
+        const int64_t ih = transpose_source(oh, kh, IH, g.stride[1], g.padding[1], g.dilation[1]);
+        if (ih < 0) continue;
+        for (int64_t kw = 0; kw < kW; kw++) {
+          const int64_t iw = transpose_source(ow, kw, IW, g.stride[2], g.padding[2], g.dilation[2]);
+          if (iw < 0) continue;
+          const int64_t xo = (id * IH + ih) * IW + iw, wo = (kd * kH + kh) * kW + kw;
+          for (int64_t ci = 0; ci < cin_g; ci++)
+            acc += (double)__ldg(xg + ci * in_volume + xo) * (double)__ldg(wg + ci * cout_g * k_volume + wo);
+        }
+      }
+    }
+    y[i] = (float)acc;
+  }
+}
+
+// -- launcher ----
+
+// math: float32 operands, double accumulation (meets "fp32" and "tf32"); see conv3d.cu.
+static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
+                                   const float *b, float *y, volua_math_mode math, cudaStream_t s, char *err) {
+  const char *op = "conv_transpose3d";
+  (void)math;
+  const int64_t total = g->N * g->C_out * g->out[0] * g->out[1] * g->out[2];
+  if (total <= 0) return 0;
+  conv_transpose3d_gather_kernel<<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+// -- entry ----
+
+extern "C" int volua_cuda_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
+                                           const float *b, float *y, volua_math_mode math, cudaStream_t s,
+                                           char *err) {
+  return launch_conv_transpose3d(g, x, w, b, y, math, s, err);
+}

@@ -1,0 +1,390 @@
+// elementwise.cu: tensor arithmetic with broadcasting, fills, dtype conversion and whole-tensor
+// reductions (sum, max, min, max_abs_diff, allclose), matching src/cpu/elementwise.c.
+#include <math.h>
+#include <stdint.h>
+
+#include "common.cuh"
+
+// -- element rules, shared by the kernels below (the CPU's, in src/cpu/elementwise.c) ----
+
+// float32 arithmetic as the CPU does it: in double, rounded once to float.
+__device__ __forceinline__ float bin_f32(float a, float b, int op) {
+  double x = a, y = b;
+  switch (op) {
+  case VOLUA_BIN_ADD: return (float)(x + y);
+  case VOLUA_BIN_SUB: return (float)(x - y);
+  case VOLUA_BIN_MUL: return (float)(x * y);
+  default: return (float)(x / y);
+  }
+}
+
+// int64 arithmetic wraps around (two's complement), as torch's; division never gets here
+// (the op layer computes it in float32).
+__device__ __forceinline__ int64_t bin_i64(int64_t a, int64_t b, int op) {
+  uint64_t x = (uint64_t)a, y = (uint64_t)b;
+  switch (op) {
+  case VOLUA_BIN_ADD: return (int64_t)(x + y);
+  case VOLUA_BIN_SUB: return (int64_t)(x - y);
+  default: return (int64_t)(x * y);
+  }
+}
+
+__device__ __forceinline__ float bin(float a, float b, int op) { return bin_f32(a, b, op); }
+__device__ __forceinline__ int64_t bin(int64_t a, int64_t b, int op) { return bin_i64(a, b, op); }
+
+// -- binary with broadcasting ----
+
+template <typename T>
+static __global__ void binary_contiguous_kernel(int64_t n, const T *__restrict__ a, const T *__restrict__ b,
+                                         T *__restrict__ y, int op) {
+  VOLUA_GRID_LOOP(i, n) y[i] = bin(a[i], b[i], op);
+}
+
+// Offsets of output element i in a and b through their broadcast strides (0 on broadcast dims).
+template <typename T>
+static __global__ void binary_bcast_kernel(volua_bcast_geom g, const T *__restrict__ a, const T *__restrict__ b,
+                                    T *__restrict__ y, int op) {
+  VOLUA_GRID_LOOP(i, g.numel) {
+    int64_t rest = i, oa = 0, ob = 0;
+    for (int d = g.ndim - 1; d >= 0; d--) {
+      int64_t k = rest % g.shape[d];
+      rest /= g.shape[d];
+      oa += k * g.stride_a[d];
+      ob += k * g.stride_b[d];
+    }
+    y[i] = bin(a[oa], b[ob], op);
+  }
+}
+
+// -- with a scalar ----
+
+// float32 with a float scalar: in float, as torch computes in the tensor's dtype.
+static __global__ void binary_scalar_f32_kernel(int64_t n, const float *__restrict__ a, float s,
+                                         float *__restrict__ y, int op, int scalar_first) {
+  VOLUA_GRID_LOOP(i, n) {
+    float v = a[i], r;
+    switch (op) {
+    case VOLUA_BIN_ADD: r = v + s; break;
+    case VOLUA_BIN_SUB: r = scalar_first ? s - v : v - s; break;
+    case VOLUA_BIN_MUL: r = v * s; break;
+    default: r = scalar_first ? __fdiv_rn(s, v) : __fdiv_rn(v, s); break;
+    }
+    y[i] = r;
+  }
+}
+
+static __global__ void binary_scalar_i64_kernel(int64_t n, const int64_t *__restrict__ a, int64_t s,
+                                         int64_t *__restrict__ y, int op, int scalar_first) {
+  VOLUA_GRID_LOOP(i, n) y[i] = scalar_first ? bin_i64(s, a[i], op) : bin_i64(a[i], s, op);
+}
+
+// -- unary, fill, convert ----
+
+static __global__ void unary_f32_kernel(int64_t n, const float *__restrict__ a, float *__restrict__ y, int op) {
+  VOLUA_GRID_LOOP(i, n) {
+    float v = a[i];
+    // relu keeps NaN (v < 0 is false for NaN), as torch.relu
+    y[i] = op == VOLUA_UN_NEG ? -v : op == VOLUA_UN_ABS ? fabsf(v) : (v < 0.0f ? 0.0f : v);
+  }
+}
+
+static __global__ void unary_i64_kernel(int64_t n, const int64_t *__restrict__ a, int64_t *__restrict__ y, int op) {
+  VOLUA_GRID_LOOP(i, n) {
+    int64_t v = a[i];
+    int64_t neg = (int64_t)(0 - (uint64_t)v);
+    y[i] = op == VOLUA_UN_NEG ? neg : op == VOLUA_UN_ABS ? (v < 0 ? neg : v) : (v < 0 ? 0 : v);
+  }
+}
+
+template <typename T>
+static __global__ void fill_kernel(int64_t n, T *__restrict__ y, T v) {
+  VOLUA_GRID_LOOP(i, n) y[i] = v;
+}
+
+static __global__ void f32_to_i64_kernel(int64_t n, const float *__restrict__ s, int64_t *__restrict__ d) {
+  VOLUA_GRID_LOOP(i, n) {
+    // truncation toward zero, as torch; NaN -> 0 and saturation, as the CPU
+    float v = s[i];
+    d[i] = isnan(v) ? 0
+           : v >= 9.2233720368547758e18f  ? INT64_MAX
+           : v <= -9.2233720368547758e18f ? INT64_MIN
+                                          : (int64_t)v;
+  }
+}
+
+static __global__ void i64_to_f32_kernel(int64_t n, const int64_t *__restrict__ s, float *__restrict__ d) {
+  VOLUA_GRID_LOOP(i, n) d[i] = (float)s[i];
+}
+
+// -- reductions: two stages, per-block partials in double, then one block over the partials ----
+
+struct sum_op {
+  static __device__ __forceinline__ double identity() { return 0.0; }
+  static __device__ __forceinline__ double combine(double a, double b) { return a + b; }
+};
+// max and min propagate NaN, like torch.max()
+struct max_op {
+  static __device__ __forceinline__ double identity() { return -INFINITY; }
+  static __device__ __forceinline__ double combine(double a, double b) {
+    return isnan(a) ? a : isnan(b) ? b : (a > b ? a : b);
+  }
+};
+struct min_op {
+  static __device__ __forceinline__ double identity() { return INFINITY; }
+  static __device__ __forceinline__ double combine(double a, double b) {
+    return isnan(a) ? a : isnan(b) ? b : (a < b ? a : b);
+  }
+};
+
+// Per-element values fed to the reduction.
+template <typename T>
+struct load_value {
+  const T *a;
+  __device__ __forceinline__ double operator()(int64_t i) const { return (double)a[i]; }
+};
+// |a - b|, NaN where exactly one side is NaN, 0 where both are NaN or both equal (inf == inf).
+template <typename T>
+struct abs_diff_value {
+  const T *a, *b;
+  __device__ __forceinline__ double operator()(int64_t i) const {
+    double x = (double)a[i], y = (double)b[i];
+    if (isnan(x) && isnan(y)) return 0.0;
+    if (isnan(x) || isnan(y)) return NAN;
+    if (x == y) return 0.0;
+    return fabs(x - y);
+  }
+};
+// 1 where a[i] is not close to b[i], as torch.isclose: equal (inf == inf), both NaN with
+// equal_nan, or a finite |a - b| <= atol + rtol * |b|.
+template <typename T>
+struct not_close_value {
+  const T *a, *b;
+  double rtol, atol;
+  int equal_nan;
+  __device__ __forceinline__ double operator()(int64_t i) const {
+    double x = (double)a[i], y = (double)b[i];
+    if (x == y) return 0.0;
+    if (isnan(x) || isnan(y)) return equal_nan && isnan(x) && isnan(y) ? 0.0 : 1.0;
+    double d = fabs(x - y);
+    return isfinite(d) && d <= atol + rtol * fabs(y) ? 0.0 : 1.0;
+  }
+};
+
+template <typename Op>
+__device__ __forceinline__ double block_reduce(double v, double *scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = Op::combine(v, __shfl_down_sync(0xffffffffu, v, o));
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  double r = Op::identity();
+  if (warp == 0) {
+    r = lane < nwarps ? scratch[lane] : Op::identity();
+    for (int o = 16; o > 0; o >>= 1) r = Op::combine(r, __shfl_down_sync(0xffffffffu, r, o));
+  }
+  return r;
+}
+
+template <typename Op, typename F>
+static __global__ void reduce_partial_kernel(int64_t n, F f, double *__restrict__ partial) {
+  __shared__ double scratch[32];
+  double v = Op::identity();
+  VOLUA_GRID_LOOP(i, n) v = Op::combine(v, f(i));
+  v = block_reduce<Op>(v, scratch);
+  if (threadIdx.x == 0) partial[blockIdx.x] = v;
+}
+
+template <typename Op>
+static __global__ void reduce_final_kernel(int64_t n, const double *__restrict__ partial, double *__restrict__ out) {
+  __shared__ double scratch[32];
+  double v = Op::identity();
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) v = Op::combine(v, partial[i]);
+  v = block_reduce<Op>(v, scratch);
+  if (threadIdx.x == 0) *out = v;
+}
+
+#define REDUCE_BLOCKS 1024
+
+// scratch holds REDUCE_BLOCKS + 1 doubles; the result is copied to *result and the stream waited on.
+template <typename Op, typename F>
+static int launch_reduce(const char *op, int64_t n, F f, double *scratch, double *result, cudaStream_t s,
+                         char *err) {
+  unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
+  if (blocks > REDUCE_BLOCKS) blocks = REDUCE_BLOCKS;
+  reduce_partial_kernel<Op, F><<<blocks, VOLUA_THREADS, 0, s>>>(n, f, scratch);
+  CUDA_CHECK_LAUNCH();
+  reduce_final_kernel<Op><<<1, 1024, 0, s>>>((int64_t)blocks, scratch, scratch + REDUCE_BLOCKS);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpyAsync(result, scratch + REDUCE_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  return 0;
+}
+
+// Which reduction, on which values.
+typedef enum { RED_PLAIN, RED_ABS_DIFF, RED_NOT_CLOSE } reduce_kind;
+typedef struct {
+  reduce_kind kind;
+  volua_reduce_op op; /* RED_PLAIN only */
+  double rtol, atol;
+  int equal_nan;
+} reduce_job;
+
+template <typename T>
+static int launch_reduce_typed(const char *op, const reduce_job *j, int64_t n, const T *a, const T *b,
+                               double *scratch, double *result, cudaStream_t s, char *err) {
+  switch (j->kind) {
+  case RED_ABS_DIFF:
+    return launch_reduce<max_op>(op, n, abs_diff_value<T>{a, b}, scratch, result, s, err);
+  case RED_NOT_CLOSE:
+    return launch_reduce<max_op>(op, n, not_close_value<T>{a, b, j->rtol, j->atol, j->equal_nan},
+                                 scratch, result, s, err);
+  default:
+    if (j->op == VOLUA_RED_SUM) return launch_reduce<sum_op>(op, n, load_value<T>{a}, scratch, result, s, err);
+    if (j->op == VOLUA_RED_MAX) return launch_reduce<max_op>(op, n, load_value<T>{a}, scratch, result, s, err);
+    return launch_reduce<min_op>(op, n, load_value<T>{a}, scratch, result, s, err);
+  }
+}
+
+// Allocates the partials, runs the reduction, frees the partials whatever happened.
+static int run_reduce(const char *op, const reduce_job *j, int64_t n, int dt, const void *a, const void *b,
+                      double *result, cudaStream_t s, char *err) {
+  double *scratch = NULL;
+  if (volua_cuda_malloc((void **)&scratch, (REDUCE_BLOCKS + 1) * (int64_t)sizeof(double), err)) return 1;
+  int rc = dt == VOLUA_INT64
+               ? launch_reduce_typed(op, j, n, (const int64_t *)a, (const int64_t *)b, scratch, result, s, err)
+               : launch_reduce_typed(op, j, n, (const float *)a, (const float *)b, scratch, result, s, err);
+  volua_cuda_free(scratch);
+  return rc;
+}
+
+// -- launchers ----
+
+static int launch_binary(const volua_bcast_geom *g, int dt, const void *a, const void *b, void *y,
+                         volua_binop bop, cudaStream_t s, char *err) {
+  const char *op = "binary";
+  // No broadcast when both operands have the output's contiguous strides.
+  int contiguous = 1;
+  int64_t stride = 1;
+  for (int d = g->ndim - 1; d >= 0; d--) {
+    if (g->shape[d] != 1 && (g->stride_a[d] != stride || g->stride_b[d] != stride)) contiguous = 0;
+    stride *= g->shape[d];
+  }
+  unsigned blocks = volua_grid_for(g->numel, VOLUA_THREADS);
+  if (dt == VOLUA_INT64) {
+    if (contiguous)
+      binary_contiguous_kernel<int64_t><<<blocks, VOLUA_THREADS, 0, s>>>(
+          g->numel, (const int64_t *)a, (const int64_t *)b, (int64_t *)y, (int)bop);
+    else
+      binary_bcast_kernel<int64_t><<<blocks, VOLUA_THREADS, 0, s>>>(*g, (const int64_t *)a, (const int64_t *)b,
+                                                                    (int64_t *)y, (int)bop);
+  } else {
+    if (contiguous)
+      binary_contiguous_kernel<float><<<blocks, VOLUA_THREADS, 0, s>>>(g->numel, (const float *)a,
+                                                                      (const float *)b, (float *)y, (int)bop);
+    else
+      binary_bcast_kernel<float><<<blocks, VOLUA_THREADS, 0, s>>>(*g, (const float *)a, (const float *)b,
+                                                                  (float *)y, (int)bop);
+  }
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+// -- entries ----
+
+extern "C" int volua_cuda_binary(const volua_bcast_geom *g, int dt, const void *a, const void *b, void *y,
+                                 volua_binop op, cudaStream_t s, char *err) {
+  if (g->numel <= 0) return 0;
+  return launch_binary(g, dt, a, b, y, op, s, err);
+}
+
+extern "C" int volua_cuda_binary_scalar(int64_t n, int dt, const void *a, double v, void *y, volua_binop bop,
+                                        int scalar_first, cudaStream_t s, char *err) {
+  const char *op = "binary_scalar";
+  if (n <= 0) return 0;
+  unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
+  if (dt == VOLUA_INT64) {
+    // the op layer sends only whole, finite scalars here; the cast is the CPU's
+    binary_scalar_i64_kernel<<<blocks, VOLUA_THREADS, 0, s>>>(n, (const int64_t *)a, (int64_t)v, (int64_t *)y,
+                                                              (int)bop, scalar_first);
+  } else {
+    binary_scalar_f32_kernel<<<blocks, VOLUA_THREADS, 0, s>>>(n, (const float *)a, (float)v, (float *)y,
+                                                              (int)bop, scalar_first);
+  }
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua_unop uop, cudaStream_t s,
+                                char *err) {
+  const char *op = "unary";
+  if (n <= 0) return 0;
+  unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
+  if (dt == VOLUA_INT64)
+    unary_i64_kernel<<<blocks, VOLUA_THREADS, 0, s>>>(n, (const int64_t *)a, (int64_t *)y, (int)uop);
+  else
+    unary_f32_kernel<<<blocks, VOLUA_THREADS, 0, s>>>(n, (const float *)a, (float *)y, (int)uop);
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int volua_cuda_fill(int64_t n, int dt, void *y, double v, cudaStream_t s, char *err) {
+  const char *op = "fill";
+  if (n <= 0) return 0;
+  unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
+  if (dt == VOLUA_INT64)
+    fill_kernel<int64_t><<<blocks, VOLUA_THREADS, 0, s>>>(n, (int64_t *)y, (int64_t)v);
+  else
+    fill_kernel<float><<<blocks, VOLUA_THREADS, 0, s>>>(n, (float *)y, (float)v);
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int volua_cuda_convert(int64_t n, int dst_dt, void *dst, int src_dt, const void *src,
+                                  cudaStream_t s, char *err) {
+  const char *op = "convert";
+  if (n <= 0) return 0;
+  if (dst_dt == src_dt) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * (dst_dt == VOLUA_INT64 ? 8 : 4), cudaMemcpyDeviceToDevice, s));
+    return 0;
+  }
+  unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
+  if (dst_dt == VOLUA_INT64)
+    f32_to_i64_kernel<<<blocks, VOLUA_THREADS, 0, s>>>(n, (const float *)src, (int64_t *)dst);
+  else
+    i64_to_f32_kernel<<<blocks, VOLUA_THREADS, 0, s>>>(n, (const int64_t *)src, (float *)dst);
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int volua_cuda_reduce(int64_t n, int dt, const void *a, volua_reduce_op rop, double *result,
+                                 cudaStream_t s, char *err) {
+  static const char *names[] = {"sum", "max", "min"};
+  if (n <= 0) {
+    *result = rop == VOLUA_RED_SUM ? 0.0 : NAN;
+    return 0;
+  }
+  reduce_job j = {RED_PLAIN, rop, 0.0, 0.0, 0};
+  return run_reduce(names[rop], &j, n, dt, a, a, result, s, err);
+}
+
+extern "C" int volua_cuda_max_abs_diff(int64_t n, int dt, const void *a, const void *b, double *result,
+                                       cudaStream_t s, char *err) {
+  if (n <= 0) {
+    *result = 0.0;
+    return 0;
+  }
+  reduce_job j = {RED_ABS_DIFF, VOLUA_RED_MAX, 0.0, 0.0, 0};
+  return run_reduce("max_abs_diff", &j, n, dt, a, b, result, s, err);
+}
+
+extern "C" int volua_cuda_allclose(int64_t n, int dt, const void *a, const void *b, double rtol, double atol,
+                                   int equal_nan, int *result, cudaStream_t s, char *err) {
+  if (n <= 0) {
+    *result = 1;
+    return 0;
+  }
+  reduce_job j = {RED_NOT_CLOSE, VOLUA_RED_MAX, rtol, atol, equal_nan};
+  double worst = 0.0;
+  if (run_reduce("allclose", &j, n, dt, a, b, &worst, s, err)) return 1;
+  *result = worst == 0.0;
+  return 0;
+}

@@ -1,0 +1,83 @@
+// max_pool3d.cu: max_pool3d with ceil_mode, padding, dilation, int64 indices and PyTorch's NaN
+// rule, one output element per thread in a 64-bit grid-stride loop (src/cpu/max_pool3d.c is the reference).
+#include <math.h>
+#include <stdint.h>
+
+#include "common.cuh"
+
+// The input positions of one window along one dim: start, start + dilation, ... < end. Positions
+// in the padding are skipped by moving start forward a whole number of dilations, so start may
+// end up >= end (a window that sees no input).
+__device__ __forceinline__ void pool_window(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                            int64_t dilation, int64_t &start, int64_t &end) {
+  int64_t s = o * stride - pad;
+  int64_t e = s + (kernel - 1) * dilation + 1;
+  end = e < in ? e : in;
+  if (s < 0) s += (-s + dilation - 1) / dilation * dilation;
+  start = s;
+}
+
+// -- kernel ----
+
+template <bool WITH_INDICES>
+static __global__ void max_pool3d_kernel(volua_pool3d_geom g, const float *__restrict__ x, float *__restrict__ y,
+                                         int64_t *__restrict__ indices) {
+  const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t total = g.planes * OD * OH * OW;
+  VOLUA_GRID_LOOP(i, total) {
+    int64_t t = i;
+    const int64_t ow = t % OW;
+    t /= OW;
+    const int64_t oh = t % OH;
+    t /= OH;
+    const int64_t od = t % OD;
+    const int64_t plane = t / OD;
+    int64_t d0, d1, h0, h1, w0, w1;
+    pool_window(od, ID, g.kernel[0], g.stride[0], g.padding[0], g.dilation[0], d0, d1);
+    pool_window(oh, IH, g.kernel[1], g.stride[1], g.padding[1], g.dilation[1], h0, h1);
+    pool_window(ow, IW, g.kernel[2], g.stride[2], g.padding[2], g.dilation[2], w0, w1);
+    const float *xp = x + plane * ID * IH * IW;
+
+    // As PyTorch: start from -inf at the window's first position; a larger value or any NaN
+    // takes over, so the last NaN in the window wins.
+    float best = -INFINITY;
+    int64_t best_index = (d0 * IH + h0) * IW + w0;
+    for (int64_t d = d0; d < d1; d += g.dilation[0])
+      for (int64_t h = h0; h < h1; h += g.dilation[1]) {
+        const int64_t row = (d * IH + h) * IW;
+        for (int64_t w = w0; w < w1; w += g.dilation[2]) {
+          const float v = __ldg(xp + row + w);
+          if (v > best || isnan(v)) {
+            best = v;
+            best_index = row + w;
+          }
+        }
+      }
+    y[i] = best;
+    if (WITH_INDICES) indices[i] = best_index;
+  }
+}
+
+// -- launcher ----
+
+static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *y, int64_t *indices,
+                             cudaStream_t s, char *err) {
+  const char *op = "max_pool3d";
+  const int64_t total = g->planes * g->out[0] * g->out[1] * g->out[2];
+  if (total <= 0) return 0;
+  unsigned blocks = volua_grid_for(total, VOLUA_THREADS);
+  if (indices)
+    max_pool3d_kernel<true><<<blocks, VOLUA_THREADS, 0, s>>>(*g, x, y, indices);
+  else
+    max_pool3d_kernel<false><<<blocks, VOLUA_THREADS, 0, s>>>(*g, x, y, NULL);
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+// -- entry ----
+
+extern "C" int volua_cuda_max_pool3d(const volua_pool3d_geom *g, const float *x, float *y, int64_t *indices,
+                                     cudaStream_t s, char *err) {
+  return launch_max_pool3d(g, x, y, g->return_indices && indices ? indices : NULL, s, err);
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# gpu_check.sh [all | specs | memcheck | racecheck | initcheck]: the whole GPU check, run on the
+# device machine from the repository root with the carried build/bin/volua and .busted-bundle
+# (see ../shared/device/README.md):
+#   the GPU's line from nvidia-smi; every spec with VOLUA_TEST_DEVICE=cuda and new GPU tensors
+#   poisoned with NaN (VOLUA_POISON=1); the golden cases again at math "tf32"; then the specs under
+#   compute-sanitizer memcheck, racecheck and initcheck (without poisoning: a memset would hide
+#   unwritten memory from initcheck), each with its summary.
+# Prints "N passed, N failed, N skipped" per run and exits non-zero on any failure or sanitizer error.
+# Environment: VOLUA_SEED (reproduce the random specs), VOLUA_TEST_LARGE=1 (the > 2^31-element
+# specs, first run only), SPECS (spec files or dirs, default spec), VOLUA_SANITIZER_TRIALS (random
+# cases per op under the sanitizers, default 6), VOLUA (the binary).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+case "$what" in all | specs | memcheck | racecheck | initcheck) ;;
+  *) echo "usage: scripts/gpu_check.sh [all|specs|memcheck|racecheck|initcheck]" >&2; exit 2 ;;
+esac
+
+VOLUA=${VOLUA:-build/bin/volua}
+SPECS=${SPECS:-spec}
+[ -x "$VOLUA" ] || { echo "gpu_check: no $VOLUA (build here, carry build/)" >&2; exit 2; }
+[ -f .busted-bundle/env.sh ] || { echo "gpu_check: no .busted-bundle (../shared/device/busted-bundle.sh .busted-bundle)" >&2; exit 2; }
+. .busted-bundle/env.sh
+export BUSTED="$PWD/.busted-bundle/usr/bin/busted"
+export VOLUA_TEST_DEVICE=cuda
+export VOLUA_SEED=${VOLUA_SEED:-$(( $(date +%s) % 2147483629 ))}
+SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+logs=$(mktemp -d)
+status=0
+
+echo "== GPU"
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader || status=1
+"$VOLUA" -e 'print("volua sees: " .. (vol.cuda_info() or select(2, vol.cuda_info())))' || status=1
+echo "random specs: VOLUA_SEED=$VOLUA_SEED"
+
+# run_specs LABEL VOLUA_BINARY SPEC...: spec/run.sh with TAP; prints what is not a plain "ok".
+run_specs() {
+  local label=$1 bin=$2
+  shift 2
+  echo "== $label"
+  VOLUA="$bin" bash spec/run.sh "$@" >"$logs/run.log" 2>&1
+  local rc=$?
+  grep -Ev '^ok ' "$logs/run.log" | tail -n 60
+  [ "$rc" = 0 ] || status=1
+}
+
+# sanitized TOOL: runs the specs under compute-sanitizer TOOL and prints its summary.
+sanitized() {
+  local tool=$1
+  [ -x "$SANITIZER" ] || { echo "== $tool: compute-sanitizer not found"; status=1; return; }
+  local wrapper="$logs/volua-$tool" log="$logs/$tool.log"
+  # spec/run.sh calls "$VOLUA" busted ...: a wrapper puts the sanitizer in front of volua
+  cat >"$wrapper" <<EOF
+#!/bin/sh
+exec "$SANITIZER" --tool $tool --target-processes application-only --error-exitcode 97 --log-file "$log" "$PWD/$VOLUA" "\$@"
+EOF
+  chmod +x "$wrapper"
+  local poison=1
+  [ "$tool" = initcheck ] && poison=0
+  VOLUA_POISON=$poison VOLUA_TEST_LARGE=0 VOLUA_GPU_TRIALS=${VOLUA_SANITIZER_TRIALS:-6} \
+    run_specs "specs under compute-sanitizer --tool $tool" "$wrapper" $SPECS
+  local summary
+  summary=$(grep -E 'SUMMARY' "$log" | tail -n 1)
+  if [ -z "$summary" ]; then
+    echo "compute-sanitizer $tool: no summary (did it run?)"
+    tail -n 20 "$log"
+    status=1
+  else
+    echo "compute-sanitizer $tool: $summary"
+    echo "$summary" | grep -Eq ': 0 errors|\(0 errors' || { grep -E '^=========' "$log" | head -n 40; status=1; }
+  fi
+}
+
+if [ "$what" = all ] || [ "$what" = specs ]; then
+  VOLUA_POISON=1 run_specs "specs on the GPU (math fp32, outputs poisoned with NaN)" "$VOLUA" $SPECS
+  VOLUA_POISON=1 VOLUA_TEST_MATH=tf32 run_specs "golden cases on the GPU at math tf32" "$VOLUA" spec/golden_spec.lua
+fi
+for tool in memcheck racecheck initcheck; do
+  if [ "$what" = all ] || [ "$what" = "$tool" ]; then sanitized "$tool"; fi
+done
+
+rm -rf "$logs"
+echo "== gpu_check $what: $([ $status = 0 ] && echo passed || echo FAILED)"
+exit $status

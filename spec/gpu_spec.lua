@@ -1,0 +1,575 @@
+-- gpu_spec.lua: every op and tensor method on the GPU against the CPU reference, on random shapes
+-- and parameters within PyTorch's rules. Each run draws a fresh seed and prints it; VOLUA_SEED=n
+-- reproduces a run. Pending without a GPU. VOLUA_TEST_LARGE=1 adds the > 2^31-element cases.
+-- VOLUA_GPU_TRIALS sets the random cases per op (default 25). VOLUA_GPU_SPEC_DEVICE=cpu runs the
+-- generators against the CPU itself (a self-test of this file on machines without a GPU).
+local vol = require "volua"
+
+local target = os.getenv("VOLUA_GPU_SPEC_DEVICE") or "cuda"
+local TRIALS = tonumber(os.getenv("VOLUA_GPU_TRIALS")) or 25
+local RTOL, ATOL = 1e-4, 1e-5 -- the project's float32 tolerance
+local nan, inf = 0 / 0, math.huge
+
+if target == "cuda" and not vol.cuda_available() then
+  local _, reason = vol.cuda_info()
+  describe("GPU against CPU", function()
+    pending("no GPU: " .. tostring(reason))
+  end)
+  return
+end
+
+local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
+print(("# gpu_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(SEED, SEED, target))
+
+-- -- helpers ----
+
+-- A small generator of our own (Park-Miller, exact in doubles), so that busted's use of
+-- math.random cannot change the cases a seed gives.
+local function generator(seed)
+  local s = seed % 2147483646 + 1
+  local r = {}
+  local function next_value()
+    s = (s * 48271) % 2147483647
+    return s
+  end
+  function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
+  function r.chance(p) return next_value() / 2147483647 < p end
+  function r.pick(t) return t[r.int(1, #t)] end
+  function r.seed() return r.int(1, 2 ^ 30) end
+  return r
+end
+
+-- One line describing a value (for failure messages: the case must be readable and re-creatable).
+local function show(v)
+  if type(v) == "userdata" then return "tensor" .. show(v.shape) end
+  if type(v) == "table" then
+    local parts, keys = {}, {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    for _, k in ipairs(keys) do
+      parts[#parts + 1] = (type(k) == "number" and "" or (tostring(k) .. "=")) .. show(v[k])
+    end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
+  return tostring(v)
+end
+
+-- got (on the target) against want (on the CPU): same shape, allclose at fp32 tolerance, NaN = NaN.
+local function assert_close(got, want, what)
+  assert.equal(target, got.device, what .. ": result on the wrong device")
+  local g = got:cpu()
+  assert.same(want.shape, g.shape, what .. ": shape")
+  assert.equal(want.dtype, g.dtype, what .. ": dtype")
+  local ok = vol.allclose(g, want, {rtol = RTOL, atol = ATOL, equal_nan = true})
+  assert.is_true(ok, ("%s: not close to the CPU, max_abs_diff %s"):format(what, tostring(vol.max_abs_diff(g, want))))
+end
+
+-- Bit-for-bit equality (NaN = NaN), for indices and for elementwise ops computed the same way.
+local function assert_same(got, want, what)
+  assert.equal(target, got.device, what .. ": result on the wrong device")
+  local g = got:cpu()
+  assert.same(want.shape, g.shape, what .. ": shape")
+  assert.equal(want.dtype, g.dtype, what .. ": dtype")
+  local d = vol.max_abs_diff(g, want)
+  assert.is_true(d == 0, ("%s: differs from the CPU, max_abs_diff %s"):format(what, tostring(d)))
+end
+
+-- Draws a case with gen(r) until the CPU accepts it (the CPU's checks are PyTorch's), then runs
+-- compare(case, cpu_results). Every trial has its own seed so a failure names its reproduction.
+local function random_trials(name, salt, gen, run, compare)
+  for trial = 1, TRIALS do
+    local r = generator(SEED * 7919 + salt * 1000003 + trial)
+    local case, want
+    for _ = 1, 200 do
+      case = gen(r)
+      local ok, res = pcall(run, case, "cpu")
+      if ok then want = res break end
+    end
+    assert(want, name .. ": the generator found no valid case in 200 draws")
+    local what = ("%s trial %d (VOLUA_SEED=%d) %s"):format(name, trial, SEED, show(case))
+    local ok, got = pcall(run, case, target)
+    assert.is_true(ok, what .. ": raised " .. tostring(got))
+    compare(got, want, what)
+  end
+end
+
+-- Random tensor data of a shape (normal values), reproducible from the case's seed.
+local function data(shape, seed, offset)
+  local t = vol.randn(shape, {seed = seed})
+  if offset and offset ~= 0 then t = t + offset end
+  return t
+end
+
+-- Puts a few NaN and infinite values into a CPU tensor at random positions.
+local function sprinkle(t, r, count)
+  local shape = t.shape
+  for _ = 1, count do
+    local idx = {}
+    for i, n in ipairs(shape) do idx[i] = r.int(1, n) end
+    t:set(r.pick({nan, nan, -inf, inf}), unpack(idx))
+  end
+  return t
+end
+
+local function triple(r, lo, hi) return {r.int(lo, hi), r.int(lo, hi), r.int(lo, hi)} end
+
+-- -- ops ----
+
+describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
+  teardown(function() vol.set_math("fp32") end)
+
+  it("max_pool3d on random shapes, ceil_mode, dilation, padding, indices and NaN", function()
+    random_trials("max_pool3d", 1, function(r)
+      local a = {kernel_size = {}, stride = {}, padding = {}, dilation = {},
+                 ceil_mode = r.chance(0.5), return_indices = r.chance(0.6)}
+      local spatial = {}
+      for i = 1, 3 do
+        local k, d = r.int(1, 4), r.int(1, 3)
+        a.kernel_size[i], a.dilation[i] = k, d
+        a.stride[i] = r.int(1, 5) -- stride > kernel included
+        a.padding[i] = r.int(0, math.floor(k / 2))
+        local span = d * (k - 1) + 1
+        spatial[i] = r.int(math.max(1, span - 2 * a.padding[i]), span + 7)
+      end
+      if r.chance(0.2) then a.stride = nil end -- defaults to kernel_size
+      local shape = {r.int(1, 3), r.int(1, 4), spatial[1], spatial[2], spatial[3]}
+      if r.chance(0.2) then table.remove(shape, 1) end -- unbatched (C, D, H, W)
+      local x = data(shape, r.seed())
+      if r.chance(0.4) then sprinkle(x, r, r.int(1, 4)) end
+      return {args = a, shape = shape, x = x}
+    end, function(c, device)
+      return {vol.max_pool3d(c.x:to(device), c.args)}
+    end, function(got, want, what)
+      assert_same(got[1], want[1], what .. " out") -- a max is exact
+      if want[2] then assert_same(got[2], want[2], what .. " indices") end
+    end)
+  end)
+
+  it("conv3d on random shapes, groups, stride, dilation, padding modes, same/valid", function()
+    random_trials("conv3d", 2, function(r)
+      local groups = r.pick({1, 1, 2, 3})
+      local cin, cout = groups * r.int(1, 3), groups * r.int(1, 3)
+      local k = triple(r, 1, 4)
+      local a = {stride = triple(r, 1, 3), dilation = triple(r, 1, 3), groups = groups,
+                 padding_mode = r.pick({"zeros", "zeros", "reflect", "replicate", "circular"})}
+      local roll = r.int(1, 10)
+      if roll <= 2 then
+        a.padding, a.stride = "same", 1
+      elseif roll == 3 then
+        a.padding = "valid"
+      else
+        a.padding = triple(r, 0, 3)
+      end
+      local shape = {r.int(1, 2), cin, r.int(1, 9), r.int(1, 9), r.int(1, 9)}
+      if r.chance(0.15) then table.remove(shape, 1) end
+      return {args = a, shape = shape, kernel = k,
+              x = data(shape, r.seed()),
+              w = data({cout, cin / groups, k[1], k[2], k[3]}, r.seed()),
+              b = r.chance(0.6) and data({cout}, r.seed()) or nil}
+    end, function(c, device)
+      return vol.conv3d(c.x:to(device), c.w:to(device), c.b and c.b:to(device), c.args)
+    end, assert_close)
+  end)
+
+  it("conv_transpose3d on random shapes, groups, stride, dilation, output_padding", function()
+    random_trials("conv_transpose3d", 3, function(r)
+      local groups = r.pick({1, 1, 2, 3})
+      local cin, cout = groups * r.int(1, 3), groups * r.int(1, 3)
+      local k = triple(r, 1, 4)
+      local a = {stride = triple(r, 1, 3), dilation = triple(r, 1, 3), padding = triple(r, 0, 2),
+                 groups = groups, output_padding = {}}
+      for i = 1, 3 do
+        a.output_padding[i] = r.int(0, math.max(a.stride[i], a.dilation[i]) - 1)
+      end
+      local shape = {r.int(1, 2), cin, r.int(1, 5), r.int(1, 5), r.int(1, 5)}
+      if r.chance(0.15) then table.remove(shape, 1) end
+      return {args = a, shape = shape,
+              x = data(shape, r.seed()),
+              w = data({cin, cout / groups, k[1], k[2], k[3]}, r.seed()),
+              b = r.chance(0.5) and data({cout}, r.seed()) or nil}
+    end, function(c, device)
+      return vol.conv_transpose3d(c.x:to(device), c.w:to(device), c.b and c.b:to(device), c.args)
+    end, assert_close)
+  end)
+
+  it("group_norm on ranks 2 to 5, with and without affine, large means", function()
+    random_trials("group_norm", 4, function(r)
+      local groups = r.int(1, 4)
+      local shape = {r.int(1, 3), groups * r.int(1, 3)}
+      for _ = 1, r.int(0, 3) do shape[#shape + 1] = r.int(1, 7) end
+      local C = shape[2]
+      local eps = r.pick({1e-5, 1e-3, 0.1})
+      return {args = {groups = groups, eps = eps, shape = shape},
+              x = data(shape, r.seed(), r.chance(0.3) and 1000 or 0),
+              w = r.chance(0.7) and data({C}, r.seed()) or nil,
+              b = r.chance(0.7) and data({C}, r.seed()) or nil}
+    end, function(c, device)
+      local w = c.w and c.w:to(device)
+      return vol.group_norm(c.x:to(device), c.args.groups, w, w and c.b and c.b:to(device), c.args.eps)
+    end, assert_close)
+  end)
+
+  it("mean over random sets of dims, keepdim", function()
+    random_trials("mean", 5, function(r)
+      local shape = {}
+      for i = 1, r.int(1, 5) do shape[i] = r.int(1, 6) end
+      local dims = {}
+      for i = 1, #shape do if r.chance(0.5) then dims[#dims + 1] = i end end
+      local args = {shape = shape, keepdim = r.chance(0.5)}
+      if #dims == 0 then
+        args.dims = nil
+      elseif #dims == 1 and r.chance(0.5) then
+        args.dims = dims[1]
+      else
+        args.dims = dims
+      end
+      return {args = args, x = data(shape, r.seed(), r.chance(0.2) and 100 or 0)}
+    end, function(c, device)
+      return vol.mean(c.x:to(device), c.args.dims, c.args.keepdim)
+    end, assert_close)
+  end)
+
+  it("conv3d_group_norm_mean on random shapes, conv groups, padding modes", function()
+    random_trials("conv3d_group_norm_mean", 6, function(r)
+      local cg, gn = r.pick({1, 1, 2}), r.int(1, 3)
+      local cin, cout = cg * r.int(1, 3), cg * gn * r.int(1, 2)
+      local k = triple(r, 1, 3)
+      local a = {stride = triple(r, 1, 2), dilation = triple(r, 1, 2), padding = triple(r, 0, 2),
+                 groups = cg, eps = r.pick({1e-5, 1e-2}),
+                 padding_mode = r.pick({"zeros", "zeros", "reflect", "replicate", "circular"})}
+      local shape = {r.int(1, 3), cin, r.int(2, 9), r.int(2, 9), r.int(2, 9)}
+      return {args = a, gn = gn, shape = shape,
+              x = data(shape, r.seed(), r.chance(0.3) and 50 or 0),
+              cw = data({cout, cin / cg, k[1], k[2], k[3]}, r.seed()),
+              cb = r.chance(0.7) and data({cout}, r.seed()) or nil,
+              gw = r.chance(0.8) and data({cout}, r.seed()) or nil,
+              gb = r.chance(0.8) and data({cout}, r.seed()) or nil}
+    end, function(c, device)
+      local gw = c.gw and c.gw:to(device)
+      return vol.conv3d_group_norm_mean(c.x:to(device), c.cw:to(device), c.cb and c.cb:to(device), c.gn,
+        gw, gw and c.gb and c.gb:to(device), c.args)
+    end, assert_close)
+  end)
+
+  -- Fixed shapes that reach each kernel variant the random ones may miss.
+  it("group_norm: few large groups (split over blocks) and many groups (a block each)", function()
+    local cases = {
+      {shape = {1, 2, 64, 64, 20}, groups = 1, offset = 1000}, -- 163840 values in one group
+      {shape = {2, 4, 40, 40, 30}, groups = 2, offset = 0},
+      {shape = {64, 32, 3, 3, 3}, groups = 16, offset = 5},    -- 1024 groups
+    }
+    for i, c in ipairs(cases) do
+      local x = data(c.shape, SEED + i, c.offset)
+      local w, b = data({c.shape[2]}, SEED + 10 + i), data({c.shape[2]}, SEED + 20 + i)
+      assert_close(vol.group_norm(x:to(target), c.groups, w:to(target), b:to(target), 1e-5),
+                   vol.group_norm(x, c.groups, w, b, 1e-5), "group_norm " .. show(c))
+    end
+  end)
+
+  it("mean: one block per output (long reductions) and one thread per output", function()
+    local x = data({3, 40, 50, 7}, SEED + 31, 10)
+    for _, dims in ipairs({{2, 3}, {1, 2, 3, 4}, {1}, {4}, {1, 3}}) do
+      for _, keep in ipairs({false, true}) do
+        assert_close(vol.mean(x:to(target), dims, keep), vol.mean(x, dims, keep),
+                     "mean dims " .. show(dims) .. " keepdim " .. tostring(keep))
+      end
+    end
+    assert_close(vol.mean(x:to(target)), vol.mean(x), "mean of all")
+  end)
+
+  it("conv3d_group_norm_mean: many spatial chunks per channel, a large mean", function()
+    local x = data({2, 3, 12, 20, 21}, SEED + 41, 50)
+    local cw, cb = data({8, 3, 3, 3, 3}, SEED + 42), data({8}, SEED + 43)
+    local gw, gb = data({8}, SEED + 44), data({8}, SEED + 45)
+    local args = {padding = 1}
+    assert_close(vol.conv3d_group_norm_mean(x:to(target), cw:to(target), cb:to(target), 4, gw:to(target),
+                                            gb:to(target), args),
+                 vol.conv3d_group_norm_mean(x, cw, cb, 4, gw, gb, args), "conv3d_group_norm_mean chunks")
+  end)
+
+  it("the KernelBench shapes of issue 4, reduced in batch", function()
+    local x = vol.rand({1, 32, 16, 32, 32}, {seed = SEED + 51})
+    local w = vol.rand({32, 16, 3, 3, 3}, {seed = SEED + 52})
+    local args = {stride = 2, padding = 1, dilation = 2}
+    assert_close(vol.conv_transpose3d(x:to(target), w:to(target), nil, args),
+                 vol.conv_transpose3d(x, w, nil, args), "L1-77 like")
+    x = vol.rand({1, 3, 16, 32, 32}, {seed = SEED + 53})
+    w = vol.rand({16, 3, 3, 5, 7}, {seed = SEED + 54})
+    assert_close(vol.conv3d(x:to(target), w:to(target)), vol.conv3d(x, w), "L1-60 like")
+    x = vol.rand({2, 32, 20, 20, 20}, {seed = SEED + 55})
+    local margs = {kernel_size = 3, stride = 2, padding = 1, dilation = 3, return_indices = true}
+    local go, gi = vol.max_pool3d(x:to(target), margs)
+    local wo, wi = vol.max_pool3d(x, margs)
+    assert_same(go, wo, "L1-43 like out")
+    assert_same(gi, wi, "L1-43 like indices")
+  end)
+
+  it("tf32 math stays within the tf32 tolerance", function()
+    local x, w = data({2, 4, 7, 8, 9}, SEED + 61), data({6, 4, 3, 3, 3}, SEED + 62)
+    local want = vol.conv3d(x, w)
+    vol.set_math("tf32")
+    local got = vol.conv3d(x:to(target), w:to(target)):cpu()
+    vol.set_math("fp32")
+    assert.is_true(vol.allclose(got, want, {rtol = 1e-2, atol = 1e-2}))
+  end)
+end)
+
+-- -- tensor methods ----
+
+describe("GPU against CPU: tensor methods (seed " .. SEED .. ")", function()
+  local r = generator(SEED + 99)
+
+  it("moves data both ways unchanged, float32 and int64", function()
+    local x = data({3, 4, 5}, SEED + 101)
+    local g = x:to(target)
+    assert.equal(target, g.device)
+    assert_same(g, x, "to/cpu")
+    assert_same(g:clone(), x, "clone on the device")
+    local i = vol.arange(60, {dtype = "int64"}):reshape({3, 4, 5})
+    assert_same(i:to(target), i, "int64 to/cpu")
+    local c = vol.zeros({3, 4, 5}, {device = target})
+    c:copy(g)
+    assert_same(c, x, "copy device to device")
+    assert.equal(x:get(2, 3, 4), g:get(2, 3, 4))
+    g:set(7.5, 1, 1, 1)
+    assert.equal(7.5, g:get(1, 1, 1))
+    assert.equal(7.5, g:cpu():get(1, 1, 1))
+  end)
+
+  it("binary ops with broadcasting, float32 and int64, tensor and scalar operands", function()
+    local pairs_ = {{{3, 1, 5}, {4, 1}}, {{2, 3, 4}, {2, 3, 4}}, {{1}, {5, 6}}, {{4, 1, 3}, {1, 2, 1}},
+                    {{2, 1, 1, 3}, {3}}, {{1, 1}, {1, 1}}}
+    for pi, p in ipairs(pairs_) do
+      local a, b = data(p[1], SEED + 200 + pi), data(p[2], SEED + 300 + pi)
+      sprinkle(a, r, 1)
+      local ga, gb = a:to(target), b:to(target)
+      local what = "shapes " .. show(p)
+      assert_same(ga + gb, a + b, what .. " +")
+      assert_same(ga - gb, a - b, what .. " -")
+      assert_same(ga * gb, a * b, what .. " *")
+      assert_same(ga / gb, a / b, what .. " /")
+      assert_same(ga + 2.5, a + 2.5, what .. " + scalar")
+      assert_same(2.5 - ga, 2.5 - a, what .. " scalar -")
+      assert_same(ga * -3, a * -3, what .. " * scalar")
+      assert_same(7 / ga, 7 / a, what .. " scalar /")
+      assert_same(ga / 3, a / 3, what .. " / scalar")
+      local ia = (a * 10):to(target)
+      local ii = vol.arange(a:numel(), {dtype = "int64"}):reshape(p[1]) * -3 + 7
+      local ij = vol.arange(b:numel(), {dtype = "int64"}):reshape(p[2]) * 5 - 4
+      assert_same(ii:to(target) + ij:to(target), ii + ij, what .. " int64 +")
+      assert_same(ii:to(target) - ij:to(target), ii - ij, what .. " int64 -")
+      assert_same(ii:to(target) * ij:to(target), ii * ij, what .. " int64 *")
+      assert_same(ii:to(target) / ij:to(target), ii / ij, what .. " int64 / (float)")
+      assert_same(ii:to(target) * 4, ii * 4, what .. " int64 * scalar")
+      assert_same(ii:to(target) + 0.5, ii + 0.5, what .. " int64 + fractional scalar")
+      assert_same(ii:to(target) + ia, ii + ia:cpu(), what .. " int64 + float32")
+    end
+  end)
+
+  it("unary ops, fill and conversions", function()
+    local x = sprinkle(data({5, 7}, SEED + 401), r, 3)
+    local g = x:to(target)
+    assert_same(-g, -x, "neg")
+    assert_same(g:abs(), x:abs(), "abs")
+    assert_same(g:relu(), x:relu(), "relu")
+    local i = vol.arange(35, {dtype = "int64"}):reshape({5, 7}) - 17
+    assert_same((-i:to(target)), -i, "int64 neg")
+    assert_same(i:to(target):abs(), i:abs(), "int64 abs")
+    assert_same(i:to(target):relu(), i:relu(), "int64 relu")
+    local f = vol.empty({3, 33}, {device = target})
+    f:fill(-2.25)
+    assert_same(f, vol.full({3, 33}, -2.25), "fill")
+    local fi = vol.empty({3, 33}, {device = target, dtype = "int64"})
+    fi:fill(-9)
+    assert_same(fi, vol.full({3, 33}, -9, {dtype = "int64"}), "fill int64")
+    -- float32 -> int64 truncates toward zero (NaN -> 0, saturation as the CPU)
+    local xf = vol.tensor({-2.7, -0.5, 0.5, 2.7, 1e30, -1e30, nan, 3})
+    local want = vol.empty({8}, {dtype = "int64"})
+    want:copy(xf)
+    local got = vol.empty({8}, {dtype = "int64", device = target})
+    got:copy(xf:to(target))
+    assert_same(got, want, "float32 -> int64")
+    local back = vol.empty({8}, {device = target})
+    back:copy(got)
+    local want_back = vol.empty({8})
+    want_back:copy(want)
+    assert_same(back, want_back, "int64 -> float32")
+  end)
+
+  it("sum, max, min, max_abs_diff and allclose", function()
+    local x = data({1000, 3001}, SEED + 501, 0.25) -- several reduction blocks
+    local g = x:to(target)
+    local s_cpu, s_gpu = x:sum(), g:sum()
+    local scale = (x:abs()):sum()
+    assert.is_true(math.abs(s_cpu - s_gpu) <= 1e-9 * scale, ("sum %.17g vs %.17g"):format(s_gpu, s_cpu))
+    assert.equal(x:max(), g:max())
+    assert.equal(x:min(), g:min())
+    local i = vol.arange(1000, {dtype = "int64"}) * 3 - 1500
+    assert.equal(i:sum(), i:to(target):sum())
+    assert.equal(i:max(), i:to(target):max())
+    assert.equal(i:min(), i:to(target):min())
+    local y = x + 1e-3
+    assert.equal(vol.max_abs_diff(x, y), vol.max_abs_diff(g, y:to(target)))
+    assert.equal(vol.allclose(x, y), vol.allclose(g, y:to(target)))
+    assert.equal(vol.allclose(x, y, {rtol = 1e-2, atol = 1e-2}), vol.allclose(g, y:to(target), {rtol = 1e-2, atol = 1e-2}))
+    assert.is_true(vol.allclose(g, y:to(target), {atol = 2e-3}))
+    assert.is_false(vol.allclose(g, y:to(target), {atol = 1e-4}))
+    -- NaN: max and min propagate it; max_abs_diff is NaN where one side only is NaN
+    local xn = x:clone()
+    xn:set(nan, 500, 1500)
+    local gn = xn:to(target)
+    assert.is_true(gn:max() ~= gn:max())
+    assert.is_true(gn:min() ~= gn:min())
+    local d = vol.max_abs_diff(gn, g)
+    assert.is_true(d ~= d)
+    assert.equal(0, vol.max_abs_diff(gn, gn))
+    assert.is_false(vol.allclose(gn, gn))
+    assert.is_true(vol.allclose(gn, gn, {equal_nan = true}))
+    local e = vol.tensor({inf, -inf, 1, 2}):to(target)
+    assert.is_true(vol.allclose(e, e))
+    assert.is_false(vol.allclose(vol.tensor({1, 1, 1, 2}):to(target), e))
+    assert.equal(0, vol.max_abs_diff(e, e))
+  end)
+
+  it("prints a GPU tensor with its device, and rejects mixing devices", function()
+    if target == "cpu" then return end
+    local g = data({2, 3}, SEED + 601):to(target)
+    assert.matches("cuda", tostring(g))
+    local ok, err = pcall(function() return g + data({2, 3}, 1) end)
+    assert.is_false(ok)
+    assert.matches("device", tostring(err))
+    ok, err = pcall(vol.conv3d, data({1, 1, 3, 3, 3}, 2), data({1, 1, 2, 2, 2}, 3):to(target))
+    assert.is_false(ok)
+    assert.matches("conv3d", tostring(err))
+  end)
+end)
+
+-- -- memory ----
+
+describe("GPU memory (seed " .. SEED .. ")", function()
+  if target ~= "cuda" then
+    pending("memory specs need a GPU")
+    return
+  end
+
+  local function full_gc()
+    collectgarbage("collect")
+    collectgarbage("collect")
+  end
+
+  it("a loop of the same work calls cudaMalloc only in its first iteration", function()
+    local x = data({2, 3, 10, 12, 14}, SEED + 701):to(target)
+    local cw, cb = data({8, 3, 3, 3, 3}, SEED + 702):to(target), data({8}, SEED + 703):to(target)
+    local gw, gb = data({8}, SEED + 704):to(target), data({8}, SEED + 705):to(target)
+    local function step()
+      local y = vol.conv3d(x, cw, cb, {padding = 1})
+      local z = vol.group_norm(y, 4, gw, gb)
+      local m = vol.mean(z, {2, 3, 4, 5})
+      local f = vol.conv3d_group_norm_mean(x, cw, cb, 4, gw, gb, {padding = 1})
+      return vol.max_abs_diff(m, f)
+    end
+    step()
+    full_gc()
+    local before = vol.memory_stats()
+    for _ = 1, 5 do
+      assert.is_true(step() < 1e-4)
+      full_gc()
+    end
+    local after = vol.memory_stats()
+    assert.equal(before.num_mallocs, after.num_mallocs)
+    assert.equal(before.allocated, after.allocated)
+  end)
+
+  it("empty_cache returns cached blocks; stats stay consistent", function()
+    full_gc()
+    vol.empty_cache()
+    local s = vol.memory_stats()
+    assert.equal(s.allocated, s.reserved)
+    assert.is_true(s.peak >= s.allocated)
+    local t = vol.empty({1024, 1024}, {device = "cuda"})
+    local s2 = vol.memory_stats()
+    assert.is_true(s2.allocated >= s.allocated + 4 * 1024 * 1024)
+    t = nil
+    full_gc()
+    assert.equal(s.allocated, vol.memory_stats().allocated)
+    vol.empty_cache()
+    assert.equal(s.reserved, vol.memory_stats().reserved)
+  end)
+
+  it("an allocation larger than the GPU raises a clear error and the next op works", function()
+    local ok, err = pcall(vol.empty, {2 ^ 40}, {device = "cuda"})
+    assert.is_false(ok)
+    assert.matches("out of memory", tostring(err))
+    assert.matches("GiB", tostring(err))
+    local x = data({4, 5}, SEED + 801)
+    assert_same(x:to(target) * 2, x * 2, "after out of memory")
+  end)
+end)
+
+-- -- large tensors: 64-bit indexing ----
+
+describe("GPU large tensors (VOLUA_TEST_LARGE=1)", function()
+  if target ~= "cuda" or os.getenv("VOLUA_TEST_LARGE") ~= "1" then
+    pending("set VOLUA_TEST_LARGE=1 on a GPU with 40 GB or more to run them")
+    return
+  end
+
+  local function full_gc()
+    collectgarbage("collect")
+    collectgarbage("collect")
+  end
+
+  it("max_pool3d on (16, 32, 128, 128, 128): 1.07 G elements (k 3, s 2, p 1, d 3)", function()
+    local shape = {16, 32, 128, 128, 128}
+    local args = {kernel_size = 3, stride = 2, padding = 1, dilation = 3, return_indices = true}
+    local x = vol.rand(shape, {seed = SEED})
+    local go, gi = vol.max_pool3d(x:to("cuda"), args)
+    go, gi = go:cpu(), gi:cpu()
+    full_gc()
+    local wo, wi = vol.max_pool3d(x, args)
+    assert.equal(0, vol.max_abs_diff(go, wo))
+    assert.equal(0, vol.max_abs_diff(gi, wi))
+    -- and a few outputs of the last sample (byte offsets past 2^32) recomputed here from their windows
+    local r = generator(SEED + 901)
+    local O = go.shape[3]
+    for _ = 1, 40 do
+      local n, c, L = shape[1], r.int(1, shape[2]), shape[3]
+      local o = {r.int(1, O), r.int(1, O), r.int(1, O)}
+      local best, best_at, first = -inf, nil, nil
+      for kd = 0, 2 do
+        for kh = 0, 2 do
+          for kw = 0, 2 do
+            local p = {(o[1] - 1) * 2 - 1 + kd * 3, (o[2] - 1) * 2 - 1 + kh * 3, (o[3] - 1) * 2 - 1 + kw * 3}
+            if p[1] >= 0 and p[1] < L and p[2] >= 0 and p[2] < L and p[3] >= 0 and p[3] < L then
+              local at = (p[1] * L + p[2]) * L + p[3]
+              first = first or at
+              local v = x:get(n, c, p[1] + 1, p[2] + 1, p[3] + 1)
+              if v > best then best, best_at = v, at end
+            end
+          end
+        end
+      end
+      assert.equal(best, go:get(n, c, o[1], o[2], o[3]))
+      assert.equal(best_at or first, gi:get(n, c, o[1], o[2], o[3]))
+    end
+  end)
+
+  it("group_norm on (2, 4, 1024, 1024, 257): 2.16 G elements, past 2^31", function()
+    local shape = {2, 4, 1024, 1024, 257}
+    local g = vol.rand(shape, {seed = SEED + 1, device = "cuda"}) + 100 -- a large mean
+    full_gc()
+    local w, b = data({4}, SEED + 2), data({4}, SEED + 3)
+    local got = vol.group_norm(g, 2, w:cuda(), b:cuda(), 1e-5)
+    local x = g:cpu()
+    g = nil
+    full_gc()
+    local want = vol.group_norm(x, 2, w, b, 1e-5)
+    x = nil
+    full_gc()
+    local want_gpu = want:cuda()
+    local ok = vol.allclose(got, want_gpu, {rtol = RTOL, atol = ATOL})
+    assert.is_true(ok, "max_abs_diff " .. tostring(vol.max_abs_diff(got, want_gpu)))
+    -- the very last element, read from both
+    assert.is_true(math.abs(got:get(2, 4, 1024, 1024, 257) - want:get(2, 4, 1024, 1024, 257)) <= 1e-4)
+  end)
+end)
