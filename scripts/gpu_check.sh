@@ -24,6 +24,8 @@ SPECS=${SPECS:-spec}
 . .busted-bundle/env.sh
 export BUSTED="$PWD/.busted-bundle/usr/bin/busted"
 export VOLUA_TEST_DEVICE=cuda
+# ../shared does not travel to the device machine: carry a copy as .golden (README, "GPU")
+[ -z "${VOLUA_GOLDEN:-}" ] && [ -d .golden ] && export VOLUA_GOLDEN=$PWD/.golden
 export VOLUA_SEED=${VOLUA_SEED:-$(( $(date +%s) % 2147483629 ))}
 SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 logs=$(mktemp -d)
@@ -58,7 +60,7 @@ EOF
   chmod +x "$wrapper"
   local poison=1
   [ "$tool" = initcheck ] && poison=0
-  VOLUA_POISON=$poison VOLUA_TEST_LARGE=0 VOLUA_GPU_TRIALS=${VOLUA_SANITIZER_TRIALS:-6} \
+  VOLUA_UNDER_SANITIZER=1 VOLUA_POISON=$poison VOLUA_TEST_LARGE=0 VOLUA_GPU_TRIALS=${VOLUA_SANITIZER_TRIALS:-6} \
     run_specs "specs under compute-sanitizer --tool $tool" "$wrapper" $SPECS
   local summary
   summary=$(grep -E 'SUMMARY' "$log" | tail -n 1)

@@ -17,6 +17,7 @@ end
 local function rand(shape, seed)
   return (vol.rand(shape, {seed = seed}) * 2 - 1):to(device)
 end
+local function cpu_rand(shape, seed) return (vol.rand(shape, {seed = seed}) * 2 - 1) end
 
 -- a tensor on the test device from a flat list
 local function tensor(list, shape)
@@ -31,7 +32,7 @@ end
 
 local function close(got, want)
   assert.equal(device, got.device)
-  got = got:cpu()
+  got, want = got:cpu(), want:cpu()
   assert.same(want.shape, got.shape)
   local ok = vol.allclose(got, want, {rtol = 1e-5, atol = 1e-6})
   assert.is_true(ok, "max abs diff " .. tostring(vol.max_abs_diff(got, want)))
@@ -452,7 +453,7 @@ describe("conv errors", function()
   end)
 
   it("rejects padding modes that do not fit the input", function()
-    local small = rand({1, 3, 2, 5, 5}, 42)
+    local small = cpu_rand({1, 3, 2, 5, 5}, 42)
     assert.matches("conv3d: padding_mode must be one of 'zeros', 'reflect', 'replicate', 'circular', got 'mirror'",
       error_of(vol.conv3d, x, w, {padding_mode = "mirror"}))
     assert.matches("conv3d: padding %(2, 2%) must be smaller than the input size %(2%) in dim D for padding_mode=\"reflect\"",
@@ -468,7 +469,7 @@ describe("conv errors", function()
 
   it("rejects a kernel larger than the padded input", function()
     assert.matches("conv3d: kernel size 3 x 3 x 5 %(dilated%) can't be greater than the padded input size per channel 5 x 5 x 4",
-      error_of(vol.conv3d, rand({1, 3, 5, 5, 4}, 43), w, {dilation = {1, 1, 2}}))
+      error_of(vol.conv3d, cpu_rand({1, 3, 5, 5, 4}, 43), w, {dilation = {1, 1, 2}}))
     assert.matches("conv3d: weight %(4, 3, 0, 3, 3%) has an empty kernel",
       error_of(vol.conv3d, x, vol.zeros({4, 3, 0, 3, 3})))
   end)

@@ -496,7 +496,10 @@ describe("GPU memory (seed " .. SEED .. ")", function()
     assert.equal(s.reserved, vol.memory_stats().reserved)
   end)
 
-  it("an allocation larger than the GPU raises a clear error and the next op works", function()
+  -- A failing cudaMalloc is an API error that compute-sanitizer counts; gpu_check.sh runs this
+  -- one outside the sanitizers (VOLUA_UNDER_SANITIZER=1 there).
+  local under_sanitizer = os.getenv("VOLUA_UNDER_SANITIZER") == "1"
+  ;(under_sanitizer and pending or it)("an allocation larger than the GPU raises a clear error and the next op works", function()
     local ok, err = pcall(vol.empty, {2 ^ 40}, {device = "cuda"})
     assert.is_false(ok)
     assert.matches("out of memory", tostring(err))
