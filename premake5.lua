@@ -39,6 +39,19 @@ solution "volua"
     buildoptions { cflags }
     defines { "_GNU_SOURCE" }
 
+  -- Lua bytecode and CUDA objects are made by scripts before anything links (see lua/embed.c).
+  project "volua_embed"
+    kind "StaticLib"
+    language "C"
+    location(out)
+    targetdir(out .. "/obj")
+    objdir(out .. "/obj/embed")
+    files { "lua/embed.c" }
+    prebuildcommands { "sh ../lua/embed.sh .. obj/lua" }
+    if nvcc then
+      prebuildcommands { "sh ../kernels/build.sh .. obj/kernels " .. nvcc }
+    end
+
   project "volua"
     kind "ConsoleApp"
     language "C"
@@ -49,15 +62,13 @@ solution "volua"
     includedirs { "src", "/usr/include/luajit-2.1" }
     buildoptions { cflags }
     defines { "_GNU_SOURCE" }
-    links { "volua_cpu" }
+    links { "volua_cpu", "volua_embed" }
     if symbols then symbols "On" else flags { "Symbols" } end -- keep symbols: tracebacks, sanitizers
     -- Lua files of lua/ become LuaJIT bytecode objects (luaJIT_BC_<module>), found by require.
-    prebuildcommands { "sh ../lua/embed.sh .. obj/lua" }
     local kernel_lib = {}
     if nvcc then
       defines { "VOLUA_CUDA" }
       includedirs { cuda_home .. "/include" }
-      prebuildcommands { "sh ../kernels/build.sh .. obj/kernels " .. nvcc }
       kernel_lib = { "obj/kernels/libvolua_kernels.a", cuda_home .. "/lib64/libcudart_static.a", "-lstdc++ -lrt" }
     end
     linkoptions { "-Wl,-E " .. san,

@@ -7,6 +7,7 @@ mkdir -p "$OUT"
 FLAGS="-O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC"
 newest_header=$(ls -t "$ROOT"/kernels/*.h "$ROOT"/kernels/*.cuh "$ROOT"/src/op_params.h 2>/dev/null | head -n 1)
 pids=""
+built=0
 for cu in "$ROOT"/kernels/*.cu; do
   [ -f "$cu" ] || continue
   obj="$OUT/$(basename "$cu" .cu).o"
@@ -14,12 +15,14 @@ for cu in "$ROOT"/kernels/*.cu; do
     echo "nvcc $(basename "$cu")"
     "$NVCC" $FLAGS -I"$ROOT/src" -c "$cu" -o "$obj" &
     pids="$pids $!"
+    built=1
   fi
 done
 status=0
 for p in $pids; do wait $p || status=1; done
 [ $status = 0 ] || { echo "kernels/build.sh: nvcc failed" >&2; exit 1; }
-# Drop objects whose source is gone, then archive.
+# Drop objects whose source is gone, then archive; relink the binary when anything changed.
+[ $built = 1 ] && rm -f bin/volua
 for obj in "$OUT"/*.o; do
   [ -f "$obj" ] || continue
   [ -f "$ROOT/kernels/$(basename "$obj" .o).cu" ] || rm -f "$obj"

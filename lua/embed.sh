@@ -17,4 +17,5 @@ done
 if [ $changed = 1 ] || [ ! -f "$OUT/libvolua_lua.a" ]; then
   rm -f "$OUT/libvolua_lua.a"
   ar rcs "$OUT/libvolua_lua.a" "$OUT"/*.o
+  rm -f bin/volua bin/volua.exe  # relink: the archive changed (cwd is the build folder)
 fi
