@@ -344,12 +344,18 @@ end
 
 -- -- the model ----
 
+-- GroupNorm's default affine (weight 1, bias 0) makes this model's answer exactly 0 for every
+-- volume (the mean of a normalised group is 0), so, as KernelBench's L2-23 does, the default
+-- model draws GroupNorm's weight and bias at random (uniform [0.5, 1.5) and [-0.5, 0.5)).
 local function default_model(seed)
-  return nn.Sequential({
+  local m = nn.Sequential({
     {"conv", nn.Conv3d(3, 24, 3, {seed = seed})},
     {"group_norm", nn.GroupNorm(8, 24)},
     {"mean", nn.Mean()},
   })
+  m.group_norm.weight = vol.rand({24}, {seed = seed + 1}) + 0.5
+  m.group_norm.bias = vol.rand({24}, {seed = seed + 2}) - 0.5
+  return m
 end
 
 local function load_model(path)
@@ -556,7 +562,7 @@ local function main(argv)
 
   vol.manual_seed(o.seed)
   local model = o.model and load_model(o.model) or default_model(o.seed)
-  local weights_what = string.format("initialised as PyTorch does (kaiming-uniform), seed %d", o.seed)
+  local weights_what = string.format("conv initialised as PyTorch does (kaiming-uniform), GroupNorm affine random, seed %d", o.seed)
   if o.weights then
     local ok, sd = pcall(vol.load_safetensors, o.weights)
     if not ok then fail("--weights " .. tostring(sd)) end

@@ -100,7 +100,7 @@ describe("scripts/pipeline.lua", function()
     has(out, "(conv): Conv3d(3, 24, kernel_size=(3, 3, 3), stride=(1, 1, 1))")
     has(out, "conv -> group_norm -> mean fused as vol.conv3d_group_norm_mean")
     has(out, "16 volumes of (3, 24, 32, 32), synthetic uniform [0, 1) (seed 0)")
-    has(out, "initialised as PyTorch does (kaiming-uniform), seed 0")
+    has(out, "conv initialised as PyTorch does (kaiming-uniform), GroupNorm affine random, seed 0")
     assert.is_truthy(out:match("time%s+[%d.]+ s, [%d.]+ volumes/s"))
     has(err, "pipeline: 16/16 volumes,") -- the progress line
     assert.is_truthy(err:match("[%d.]+ volumes/s, ETA"))
