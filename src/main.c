@@ -19,14 +19,24 @@ static const char *progname = "volua";
 
 /* -- Ctrl-C: stop Lua at the next hook and C loops at their next poll ---- */
 
+static int traceback(lua_State *L);
+
 static void lstop(lua_State *L, lua_Debug *ar) {
-  (void)ar;
+  /* Not inside the error handler (an op stopped by Ctrl-C raises its own error, whose
+   * traceback would otherwise end as "error in error handling"): the next hook will do. */
+  if (ar->event == LUA_HOOKCALL && lua_getinfo(L, "f", ar)) {
+    int in_handler = lua_tocfunction(L, -1) == traceback;
+    lua_pop(L, 1);
+    if (in_handler) return;
+  }
   lua_sethook(L, NULL, 0, 0);
   luaL_error(L, "interrupted");
 }
 
 static void laction(int sig) {
-  signal(sig, SIG_DFL); /* a second Ctrl-C before the hook fires ends the process, as in lua.c */
+  /* A second Ctrl-C before the hook fires ends a script, as in lua.c; the REPL's session
+   * never dies on Ctrl-C (a command stuck in C can still be ended with Ctrl-\). */
+  if (!volua_repl_active) signal(sig, SIG_DFL);
   volua_interrupted = 1;
   lua_sethook(global_L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
@@ -46,9 +56,9 @@ int volua_docall(lua_State *L, int narg, int nres) {
   lua_pushcfunction(L, traceback);
   lua_insert(L, base);
   volua_interrupted = 0;
-  signal(SIGINT, laction);
+  void (*prev)(int) = signal(SIGINT, laction); /* the REPL's prompt handler, or SIG_DFL */
   int status = lua_pcall(L, narg, nres, base);
-  signal(SIGINT, SIG_DFL);
+  signal(SIGINT, prev == SIG_ERR ? SIG_DFL : prev);
   lua_sethook(L, NULL, 0, 0);
   volua_interrupted = 0;
   lua_remove(L, base);
@@ -191,8 +201,7 @@ static int pmain(lua_State *L) {
   if (interactive) volua_repl_run(L);
   else if (!ran) {
     if (isatty(0)) {
-      print_version();
-      volua_repl_run(L);
+      volua_repl_run(L); /* its banner shows the version */
     } else {
       if (dochunk(L, luaL_loadfile(L, NULL))) a->status = 1;
     }
