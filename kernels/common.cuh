@@ -129,9 +129,21 @@ __device__ __forceinline__ int64_t volua_pad_index(int64_t i, int64_t n, int mod
   }
 }
 
+// An operand as the tensor cores see it in math "tf32": rounded to 10 mantissa bits (nearest,
+// ties away), as cvt.rna.tf32.f32 does; math "fp32" keeps it whole.
+template <bool TF32>
+__device__ __forceinline__ double volua_operand(float v) {
+  if (!TF32) return (double)v;
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+  return (double)__uint_as_float(r);
+}
+
 // One output value of conv3d (without bias) at (n, co, od, oh, ow), accumulated in double:
 // every product of two floats is exact in double, so the sum is the float64 reference's up
-// to the order of additions. Used by the simple conv3d kernel and the fused op.
+// to the order of additions. Used by the simple conv3d kernel and the fused op. With TF32 the
+// operands are first rounded to TF32, so math "tf32" gives what a TF32 tensor core would.
+template <bool TF32 = false>
 __device__ __forceinline__ double volua_conv3d_point(const volua_conv3d_geom &g, const float *__restrict__ x,
                                                      const float *__restrict__ w, int64_t n, int64_t co,
                                                      int64_t od, int64_t oh, int64_t ow) {
@@ -159,7 +171,7 @@ __device__ __forceinline__ double volua_conv3d_point(const volua_conv3d_geom &g,
         for (int64_t kw = 0; kw < kW; kw++) {
           int64_t iw = volua_pad_index(w0 + kw * g.dilation[2], W, mode);
           if (iw < 0) continue;
-          acc += (double)__ldg(xr + iw) * (double)__ldg(wr + kw);
+          acc += volua_operand<TF32>(__ldg(xr + iw)) * volua_operand<TF32>(__ldg(wr + kw));
         }
       }
     }

@@ -8,6 +8,7 @@
 
 // Threads of a warp share (n, co) and walk consecutive ow: the weight loads are broadcasts and
 // the input loads are (for stride 1) coalesced.
+template <bool TF32>
 static __global__ void conv3d_direct_kernel(volua_conv3d_geom g, const float *__restrict__ x,
                                             const float *__restrict__ w, const float *__restrict__ b,
                                             float *__restrict__ y) {
@@ -23,7 +24,7 @@ static __global__ void conv3d_direct_kernel(volua_conv3d_geom g, const float *__
     t /= OD;
     const int64_t co = t % g.C_out;
     const int64_t n = t / g.C_out;
-    double acc = volua_conv3d_point(g, x, w, n, co, od, oh, ow);
+    double acc = volua_conv3d_point<TF32>(g, x, w, n, co, od, oh, ow);
     if (b) acc += (double)b[co];
     y[i] = (float)acc;
   }
@@ -31,16 +32,17 @@ static __global__ void conv3d_direct_kernel(volua_conv3d_geom g, const float *__
 
 // -- launcher ----
 
-// math: this simple version always computes in float32 operands with double accumulation,
-// which meets both the "fp32" and the (looser) "tf32" tolerance; the TF32 path comes with the
-// tensor-core kernels.
+// math: "fp32" multiplies float32 operands exactly (double accumulation); "tf32" first rounds
+// the operands to TF32, as a tensor core would.
 static int launch_conv3d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
                          volua_math_mode math, cudaStream_t s, char *err) {
   const char *op = "conv3d";
-  (void)math;
   const int64_t total = g->N * g->C_out * g->out[0] * g->out[1] * g->out[2];
   if (total <= 0) return 0;
-  conv3d_direct_kernel<<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+  if (math == VOLUA_MATH_TF32)
+    conv3d_direct_kernel<true><<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+  else
+    conv3d_direct_kernel<false><<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
   CUDA_CHECK_LAUNCH();
   return 0;
 }

@@ -17,6 +17,7 @@
 // positions [chunk * len, (chunk + 1) * len). Sums are shifted by K = the channel's output at
 // position 0 (the same for every chunk of the channel), which keeps sum((y-K)^2) - sum(y-K)^2/S
 // free of cancellation when the mean is large against the spread.
+template <bool TF32>
 static __global__ void conv_gn_partial_kernel(volua_conv3d_geom g, const float *__restrict__ x,
                                               const float *__restrict__ w, const float *__restrict__ b, int64_t bpc,
                                               int64_t len, double *__restrict__ partial, double *__restrict__ shift) {
@@ -28,7 +29,7 @@ static __global__ void conv_gn_partial_kernel(volua_conv3d_geom g, const float *
     const int64_t nc = t / bpc, chunk = t % bpc;
     const int64_t co = nc % g.C_out, n = nc / g.C_out;
     if (threadIdx.x == 0) {
-      k_shared = volua_conv3d_point(g, x, w, n, co, 0, 0, 0);
+      k_shared = volua_conv3d_point<TF32>(g, x, w, n, co, 0, 0, 0);
       if (chunk == 0) shift[nc] = k_shared + (b ? (double)b[co] : 0.0);
     }
     __syncthreads();
@@ -37,7 +38,7 @@ static __global__ void conv_gn_partial_kernel(volua_conv3d_geom g, const float *
     double s1 = 0.0, s2 = 0.0;
     for (int64_t sp = lo + threadIdx.x; sp < hi; sp += blockDim.x) {
       const int64_t ow = sp % OW, oh = (sp / OW) % OH, od = sp / (OW * OH);
-      const double d = volua_conv3d_point(g, x, w, n, co, od, oh, ow) - k;
+      const double d = volua_conv3d_point<TF32>(g, x, w, n, co, od, oh, ow) - k;
       s1 += d;
       s2 += d * d;
     }
@@ -108,14 +109,18 @@ static __global__ void conv_gn_finish_kernel(int64_t N, int64_t C, int64_t group
 
 static int launch_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
                                  const float *cb, const float *gw, const float *gb, float *y, double *scratch,
-                                 int64_t bpc, cudaStream_t s, char *err) {
+                                 int64_t bpc, volua_math_mode math, cudaStream_t s, char *err) {
   const char *op = "conv3d_group_norm_mean";
   const volua_conv3d_geom *c = &g->conv;
   const int64_t S = c->out[0] * c->out[1] * c->out[2], nc = c->N * c->C_out;
   const int64_t len = (S + bpc - 1) / bpc;
   double *partial = scratch, *shift = scratch + 2 * nc * bpc;
-  conv_gn_partial_kernel<<<volua_grid_for(nc * bpc, 1), VOLUA_THREADS, 0, s>>>(*c, x, cw, cb, bpc, len, partial,
-                                                                              shift);
+  if (math == VOLUA_MATH_TF32)
+    conv_gn_partial_kernel<true><<<volua_grid_for(nc * bpc, 1), VOLUA_THREADS, 0, s>>>(*c, x, cw, cb, bpc, len,
+                                                                                    partial, shift);
+  else
+    conv_gn_partial_kernel<false><<<volua_grid_for(nc * bpc, 1), VOLUA_THREADS, 0, s>>>(*c, x, cw, cb, bpc, len,
+                                                                                     partial, shift);
   CUDA_CHECK_LAUNCH();
   conv_gn_finish_kernel<<<volua_grid_for(c->N, 1), CGM_FINISH_THREADS, 0, s>>>(c->N, c->C_out, g->groups, S, g->eps,
                                                                                bpc, partial, shift, gw, gb, y);
@@ -125,12 +130,11 @@ static int launch_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float
 
 // -- entry ----
 
-// math: float32 operands, double accumulation (meets "fp32" and "tf32"); see conv3d.cu.
+// math: "fp32" exact products, double accumulation; "tf32" rounds operands first (conv3d.cu).
 extern "C" int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
                                          const float *cb, const float *gw, const float *gb, float *y,
                                          volua_math_mode math, cudaStream_t s, char *err) {
   const char *op = "conv3d_group_norm_mean";
-  (void)math;
   const volua_conv3d_geom *c = &g->conv;
   const int64_t S = c->out[0] * c->out[1] * c->out[2], nc = c->N * c->C_out;
   if (c->N <= 0) return 0;
@@ -145,7 +149,7 @@ extern "C" int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, con
   if (bpc < 1) bpc = 1;
   double *scratch = NULL;
   if (volua_cuda_malloc((void **)&scratch, (2 * nc * bpc + nc) * (int64_t)sizeof(double), err)) return 1;
-  int rc = launch_conv3d_gn_mean(g, x, cw, cb, gw, gb, y, scratch, bpc, s, err);
+  int rc = launch_conv3d_gn_mean(g, x, cw, cb, gw, gb, y, scratch, bpc, math, s, err);
   volua_cuda_free(scratch);
   return rc;
 }

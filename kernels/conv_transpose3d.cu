@@ -17,6 +17,7 @@ __device__ __forceinline__ int64_t transpose_source(int64_t o, int64_t k, int64_
 
 // -- kernel ----
 
+template <bool TF32>
 static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geom g, const float *__restrict__ x,
                                                       const float *__restrict__ w, const float *__restrict__ b,
                                                       float *__restrict__ y) {
@@ -52,7 +53,8 @@ static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geo
           if (iw < 0) continue;
           const int64_t xo = (id * IH + ih) * IW + iw, wo = (kd * kH + kh) * kW + kw;
           for (int64_t ci = 0; ci < cin_g; ci++)
-            acc += (double)__ldg(xg + ci * in_volume + xo) * (double)__ldg(wg + ci * cout_g * k_volume + wo);
+            acc += volua_operand<TF32>(__ldg(xg + ci * in_volume + xo)) *
+                   volua_operand<TF32>(__ldg(wg + ci * cout_g * k_volume + wo));
         }
       }
     }
@@ -62,14 +64,16 @@ static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geo
 
 // -- launcher ----
 
-// math: float32 operands, double accumulation (meets "fp32" and "tf32"); see conv3d.cu.
+// math: "fp32" exact products, double accumulation; "tf32" rounds operands first (conv3d.cu).
 static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                    const float *b, float *y, volua_math_mode math, cudaStream_t s, char *err) {
   const char *op = "conv_transpose3d";
-  (void)math;
   const int64_t total = g->N * g->C_out * g->out[0] * g->out[1] * g->out[2];
   if (total <= 0) return 0;
-  conv_transpose3d_gather_kernel<<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+  if (math == VOLUA_MATH_TF32)
+    conv_transpose3d_gather_kernel<true><<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+  else
+    conv_transpose3d_gather_kernel<false><<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
   CUDA_CHECK_LAUNCH();
   return 0;
 }

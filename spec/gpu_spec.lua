@@ -312,6 +312,35 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     vol.set_math("fp32")
     assert.is_true(vol.allclose(got, want, {rtol = 1e-2, atol = 1e-2}))
   end)
+
+  -- "honoured": in tf32 the convolutions round their operands (error ~1e-3 relative), in fp32
+  -- they do not (error ~1e-7), for conv3d, conv_transpose3d and the fused op alike.
+  it("set_math is honoured by every convolution kernel", function()
+    if target ~= "cuda" then return end
+    local x, w = data({2, 8, 6, 7, 8}, SEED + 63), data({8, 8, 3, 3, 3}, SEED + 64)
+    local wt = data({8, 4, 3, 3, 3}, SEED + 65)
+    local gw, gb = data({8}, SEED + 66), data({8}, SEED + 67)
+    local calls = {
+      conv3d = function(d) return vol.conv3d(x:to(d), w:to(d)) end,
+      conv_transpose3d = function(d) return vol.conv_transpose3d(x:to(d), wt:to(d), nil, {stride = 2}) end,
+      conv3d_group_norm_mean = function(d)
+        return vol.conv3d_group_norm_mean(x:to(d), w:to(d), nil, 2, gw:to(d), gb:to(d))
+      end,
+    }
+    for name, f in pairs(calls) do
+      local want = f("cpu")
+      local scale = want:abs():max()
+      local fp32 = f(target):cpu()
+      vol.set_math("tf32")
+      local ok, tf32 = pcall(f, target)
+      vol.set_math("fp32")
+      assert(ok, tf32)
+      tf32 = tf32:cpu()
+      local e32, etf = vol.max_abs_diff(fp32, want) / scale, vol.max_abs_diff(tf32, want) / scale
+      assert.is_true(e32 < 1e-5, name .. ": fp32 relative error " .. e32)
+      assert.is_true(etf > 1e-5 and etf < 1e-2, name .. ": tf32 relative error " .. etf .. " (fp32 " .. e32 .. ")")
+    end
+  end)
 end)
 
 -- -- tensor methods ----
