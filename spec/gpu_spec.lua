@@ -338,7 +338,11 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       tf32 = tf32:cpu()
       local e32, etf = vol.max_abs_diff(fp32, want) / scale, vol.max_abs_diff(tf32, want) / scale
       assert.is_true(e32 < 1e-5, name .. ": fp32 relative error " .. e32)
-      assert.is_true(etf > 1e-5 and etf < 1e-2, name .. ": tf32 relative error " .. etf .. " (fp32 " .. e32 .. ")")
+      assert.is_true(etf < 1e-2, name .. ": tf32 relative error " .. etf)
+      -- the fused op averages its rounding errors away, so only ask that tf32 changed its result
+      local floor = name == "conv3d_group_norm_mean" and 0 or 1e-5
+      assert.is_true(etf > floor and vol.max_abs_diff(tf32, fp32) > 0,
+        name .. ": tf32 relative error " .. etf .. " (fp32 " .. e32 .. "): math mode not honoured")
     end
   end)
 end)
