@@ -59,6 +59,50 @@ static __global__ void max_pool3d_kernel(volua_pool3d_geom g, const float *__res
   }
 }
 
+// The same computation for volumes whose per-plane sizes fit 32 bits (every real one): a 3D
+// grid, x over (oh, ow), y over od, z over planes, so the index arithmetic is 32-bit and done once
+// per thread, with only the plane offset in 64 bits.
+template <bool WITH_INDICES>
+static __global__ void max_pool3d_plane_kernel(volua_pool3d_geom g, const float *__restrict__ x,
+                                               float *__restrict__ y, int64_t *__restrict__ indices) {
+  const int ID = (int)g.in[0], IH = (int)g.in[1], IW = (int)g.in[2];
+  const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
+  const int kD = (int)g.kernel[0], kH = (int)g.kernel[1], kW = (int)g.kernel[2];
+  const int sD = (int)g.stride[0], sH = (int)g.stride[1], sW = (int)g.stride[2];
+  const int pD = (int)g.padding[0], pH = (int)g.padding[1], pW = (int)g.padding[2];
+  const int dD = (int)g.dilation[0], dH = (int)g.dilation[1], dW = (int)g.dilation[2];
+  const int hw = blockIdx.x * blockDim.x + threadIdx.x;
+  if (hw >= OH * OW) return;
+  const int oh = hw / OW, ow = hw - oh * OW, od = blockIdx.y;
+  // window starts, moved forward past the padding by whole dilations; ends clipped to the input
+  int d0 = od * sD - pD, h0 = oh * sH - pH, w0 = ow * sW - pW;
+  const int d1 = min(d0 + (kD - 1) * dD + 1, ID), h1 = min(h0 + (kH - 1) * dH + 1, IH),
+            w1 = min(w0 + (kW - 1) * dW + 1, IW);
+  if (d0 < 0) d0 += (-d0 + dD - 1) / dD * dD;
+  if (h0 < 0) h0 += (-h0 + dH - 1) / dH * dH;
+  if (w0 < 0) w0 += (-w0 + dW - 1) / dW * dW;
+  const int64_t out_plane = (int64_t)OD * OH * OW, in_plane = (int64_t)ID * IH * IW;
+  for (int64_t plane = blockIdx.z; plane < g.planes; plane += gridDim.z) {
+    const float *xp = x + plane * in_plane;
+    float best = -INFINITY;
+    int best_index = (d0 * IH + h0) * IW + w0;
+    for (int d = d0; d < d1; d += dD)
+      for (int h = h0; h < h1; h += dH) {
+        const int row = (d * IH + h) * IW;
+        for (int w = w0; w < w1; w += dW) {
+          const float v = __ldg(xp + row + w);
+          if (v > best || isnan(v)) {
+            best = v;
+            best_index = row + w;
+          }
+        }
+      }
+    const int64_t o = plane * out_plane + ((int64_t)od * OH + oh) * OW + ow;
+    y[o] = best;
+    if (WITH_INDICES) indices[o] = best_index;
+  }
+}
+
 // -- launcher ----
 
 static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *y, int64_t *indices,
@@ -66,6 +110,22 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
   const char *op = "max_pool3d";
   const int64_t total = g->planes * g->out[0] * g->out[1] * g->out[2];
   if (total <= 0) return 0;
+  // the 32-bit variant: every per-plane index (including the padded window ends) fits an int
+  const int64_t lim = (int64_t)1 << 30;
+  int small = g->out[0] <= 65535 && g->out[1] * g->out[2] < lim;
+  for (int k = 0; k < 3; k++)
+    small = small && g->in[k] < lim && g->kernel[k] * g->dilation[k] < lim && g->out[k] * g->stride[k] < lim;
+  small = small && g->in[0] * g->in[1] * g->in[2] < lim;
+  if (small) {
+    dim3 grid((unsigned)((g->out[1] * g->out[2] + 255) / 256), (unsigned)g->out[0],
+              (unsigned)(g->planes < 65535 ? g->planes : 65535));
+    if (indices)
+      max_pool3d_plane_kernel<true><<<grid, 256, 0, s>>>(*g, x, y, indices);
+    else
+      max_pool3d_plane_kernel<false><<<grid, 256, 0, s>>>(*g, x, y, NULL);
+    CUDA_CHECK_LAUNCH();
+    return 0;
+  }
   unsigned blocks = volua_grid_for(total, VOLUA_THREADS);
   if (indices)
     max_pool3d_kernel<true><<<blocks, VOLUA_THREADS, 0, s>>>(*g, x, y, indices);
