@@ -225,3 +225,12 @@ describe("printing", function()
     assert.not_matches("...", s, 1, true)
   end)
 end)
+
+describe("shapes whose sizes overflow int64", function()
+  -- found by fuzzing the readers: a zero size must not hide an overflowing product
+  it("are refused even when a size is zero", function()
+    assert.has_error(function() vol.zeros({4611686018427387904, 4, 0}) end,
+      "zeros: shape (4611686018427387904, 4, 0) has more elements than int64 can count")
+    assert.equal(0, vol.zeros({2 ^ 40, 2 ^ 20, 0}):numel())
+  end)
+end)

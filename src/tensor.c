@@ -31,6 +31,8 @@ int volua_shape_numel(int ndim, const int64_t *shape, size_t elsize, int64_t *nu
     snprintf(err, VOLUA_ERR_MAX, "tensor: rank %d is outside 0..%d", ndim, VOLUA_MAX_DIMS);
     return 1;
   }
+  /* The product of the non-zero sizes must fit too, even when a zero makes numel 0: numpy and
+   * torch refuse such shapes, and code that multiplies sizes (strides, views) would overflow. */
   int64_t n = 1;
   int zero = 0;
   for (int i = 0; i < ndim; i++) {
@@ -40,14 +42,11 @@ int volua_shape_numel(int ndim, const int64_t *shape, size_t elsize, int64_t *nu
       return 1;
     }
     if (shape[i] == 0) zero = 1;
-  }
-  if (zero) { *numel = 0; return 0; }
-  for (int i = 0; i < ndim; i++) {
-    if (__builtin_mul_overflow(n, shape[i], &n)) goto overflow;
+    else if (__builtin_mul_overflow(n, shape[i], &n)) goto overflow;
   }
   int64_t bytes;
   if (__builtin_mul_overflow(n, (int64_t)elsize, &bytes)) goto overflow;
-  *numel = n;
+  *numel = zero ? 0 : n;
   return 0;
 overflow:
   snprintf(err, VOLUA_ERR_MAX, "tensor: shape %s has more elements than int64 can count",
@@ -55,9 +54,13 @@ overflow:
   return 1;
 }
 
+/* Shapes were checked by volua_shape_numel: the non-zero sizes' product fits in int64. */
 int64_t volua_tensor_numel(const volua_tensor *t) {
   int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  for (int i = 0; i < t->ndim; i++) {
+    if (t->shape[i] == 0) return 0;
+    n *= t->shape[i];
+  }
   return n;
 }
 
