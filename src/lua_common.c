@@ -179,6 +179,16 @@ int volua_lua_check_shape(lua_State *L, int idx, int64_t *shape, const char *fna
     if (shape[i] < 0)
       luaL_error(L, "%s: shape[%d] is negative (%lld)", fname, i + 1, (long long)shape[i]);
   }
+  /* The sizes must multiply within int64 even when one is 0 (as torch's storage size check):
+   * code that counts elements dim by dim must not overflow on the way to the 0. */
+  int64_t count = 1;
+  for (int i = 0; i < n; i++) {
+    if (shape[i] != 0 && __builtin_mul_overflow(count, shape[i], &count)) {
+      char s[256];
+      luaL_error(L, "%s: shape %s has more elements than int64 can count", fname,
+                 volua_shape_str(n, shape, s, sizeof s));
+    }
+  }
   return n;
 }
 

@@ -323,8 +323,19 @@ static int64_t picture_side(int64_t n, int64_t tile, int64_t scale, int64_t gap)
   return side > PNG_MAX_SIDE ? -1 : side;
 }
 
+/* The path argument at idx: a string without NUL bytes (libpng would see a shorter name), else
+ * an error naming fname (luaL_checkstring's message names neither function nor parameter). */
+static const char *check_path(lua_State *L, int idx, const char *fname) {
+  if (lua_type(L, idx) != LUA_TSTRING)
+    luaL_error(L, "%s: path must be a string, got %s", fname, luaL_typename(L, idx));
+  size_t n;
+  const char *p = lua_tolstring(L, idx, &n);
+  if (strlen(p) != n) luaL_error(L, "%s: path contains a NUL byte", fname);
+  return p;
+}
+
 static int l_save_png(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = check_path(L, 1, "save_png");
   const volua_tensor *t = volua_lua_check_tensor(L, 2, "save_png", "t");
   const int oi = 3;
   check_option_names(L, oi);
@@ -435,7 +446,7 @@ static int png_read(const char *path, volua_tensor *out, char *err) {
 }
 
 static int l_load_png(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = check_path(L, 1, "load_png");
   volua_tensor *out = volua_lua_push_empty(L);
   char err[VOLUA_ERR_MAX];
   if (png_read(path, out, err)) return volua_lua_raise(L, err);

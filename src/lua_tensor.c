@@ -55,13 +55,23 @@ static create_opts read_opts(lua_State *L, int idx, const char *fname) {
   return o;
 }
 
-static volua_tensor *push_alloc(lua_State *L, int ndim, const int64_t *shape, volua_dtype dt,
-                                volua_device dev) {
-  char err[VOLUA_ERR_MAX];
+/* Pushes a new tensor; a failure (a shape too large to count, no memory) is raised naming the
+ * Lua function fname rather than the core's "tensor". */
+static volua_tensor *push_alloc(lua_State *L, const char *fname, int ndim, const int64_t *shape,
+                                volua_dtype dt, volua_device dev) {
+  char err[VOLUA_ERR_MAX], s[256];
   volua_tensor *t = volua_lua_push_empty(L);
-  if (volua_tensor_alloc(t, ndim, shape, dt, dev, err)) raise_err(L, err);
+  if (volua_tensor_alloc(t, ndim, shape, dt, dev, err)) {
+    const char *why = strncmp(err, "tensor: ", 8) == 0 ? err + 8 : err;
+    if (strncmp(why, "shape ", 6) == 0) luaL_error(L, "%s: %s", fname, why);
+    luaL_error(L, "%s: shape %s: %s", fname, volua_shape_str(ndim, shape, s, sizeof s), why);
+  }
   return t;
 }
+
+/* Whether v can be stored in an int64 tensor: NaN, infinities, fractions and values past
+ * int64's range cannot (converting them would be undefined behaviour). */
+static int fits_int64(double v) { return v == floor(v) && v >= -0x1p63 && v < 0x1p63; }
 
 static void check(lua_State *L, int rc, const char *err) {
   if (rc) raise_err(L, err);
@@ -73,8 +83,10 @@ static int alloc_filled(lua_State *L, const char *fname, int has_value, double v
   int64_t shape[VOLUA_MAX_DIMS];
   int nd = volua_lua_check_shape(L, 1, shape, fname);
   create_opts o = read_opts(L, opts_idx, fname);
+  if (has_value && o.dtype == VOLUA_INT64 && !fits_int64(value))
+    luaL_error(L, "%s: value %.17g does not fit an int64 tensor", fname, value);
   char err[VOLUA_ERR_MAX];
-  volua_tensor *t = push_alloc(L, nd, shape, o.dtype, o.device);
+  volua_tensor *t = push_alloc(L, fname, nd, shape, o.dtype, o.device);
   if (has_value) check(L, volua_fill(t, value, err), err);
   return 1;
 }
@@ -95,7 +107,7 @@ static int random_tensor(lua_State *L, int normal) {
   create_opts o = read_opts(L, 2, fname);
   if (o.dtype != VOLUA_FLOAT32) luaL_error(L, "%s: dtype must be float32, got int64", fname);
   char err[VOLUA_ERR_MAX];
-  volua_tensor *t = push_alloc(L, nd, shape, o.dtype, o.device);
+  volua_tensor *t = push_alloc(L, fname, nd, shape, o.dtype, o.device);
   check(L, volua_random(t, normal, o.has_seed ? &o.seed : NULL, err), err);
   return 1;
 }
@@ -111,7 +123,7 @@ static int l_arange(lua_State *L) {
   int64_t n = volua_lua_check_int(L, 1, "arange", "n");
   if (n < 0) luaL_error(L, "arange: n must be non-negative, got %lld", (long long)n);
   create_opts o = read_opts(L, 2, "arange");
-  volua_tensor *host = push_alloc(L, 1, &n, o.dtype, VOLUA_DEVICE_CPU);
+  volua_tensor *host = push_alloc(L, "arange", 1, &n, o.dtype, VOLUA_DEVICE_CPU);
   for (int64_t i = 0; i < n; i++) {
     if (o.dtype == VOLUA_FLOAT32) volua_tensor_f32(host)[i] = (float)i;
     else volua_tensor_i64(host)[i] = i;
@@ -123,13 +135,19 @@ static int l_arange(lua_State *L) {
   return 1;
 }
 
-/* Walks nested tables at idx, recording the shape at first visit of each depth and checking it. */
-static void nested_shape(lua_State *L, int idx, int depth, int *ndim, int64_t *shape) {
+/* Walks nested tables at idx, recording the shape at first visit of each depth and checking it.
+ * *leaf is the depth of the numbers once one has been seen (-1 before): no table may appear
+ * there or deeper after it ({1, {2}} is as ragged as {{1}, 2}). */
+static void nested_shape(lua_State *L, int idx, int depth, int *ndim, int64_t *shape, int *leaf) {
   if (lua_type(L, idx) == LUA_TNUMBER) {
-    if (depth != *ndim) luaL_error(L, "tensor: data is ragged (a number at depth %d of %d)", depth + 1, *ndim + 1);
+    if (depth != *ndim)
+      luaL_error(L, "tensor: data is ragged (a number at depth %d of %d)", depth + 1, *ndim + 1);
+    *leaf = depth;
     return;
   }
   if (!lua_istable(L, idx)) luaL_error(L, "tensor: data must be numbers or nested tables, got %s", luaL_typename(L, idx));
+  if (*leaf >= 0 && depth >= *leaf)
+    luaL_error(L, "tensor: data is ragged (a table at depth %d, where numbers were)", depth + 1);
   if (depth >= VOLUA_MAX_DIMS) luaL_error(L, "tensor: data nests deeper than %d dims", VOLUA_MAX_DIMS);
   int64_t n = (int64_t)lua_objlen(L, idx);
   if (depth == *ndim) { /* first time this deep */
@@ -141,7 +159,7 @@ static void nested_shape(lua_State *L, int idx, int depth, int *ndim, int64_t *s
   }
   for (int64_t i = 1; i <= n; i++) {
     lua_rawgeti(L, idx, (int)i);
-    nested_shape(L, lua_gettop(L), depth + 1, ndim, shape);
+    nested_shape(L, lua_gettop(L), depth + 1, ndim, shape, leaf);
     lua_pop(L, 1);
   }
   if (n == 0 && depth + 1 == *ndim) return;
@@ -152,7 +170,7 @@ static void nested_fill(lua_State *L, int idx, const volua_tensor *t, int64_t *p
     double v = lua_tonumber(L, idx);
     if (t->dtype == VOLUA_FLOAT32) volua_tensor_f32(t)[(*pos)++] = (float)v;
     else {
-      if (v != floor(v)) luaL_error(L, "tensor: %g is not an integer (dtype int64)", v);
+      if (!fits_int64(v)) luaL_error(L, "tensor: %g does not fit an int64 tensor (dtype int64)", v);
       volua_tensor_i64(t)[(*pos)++] = (int64_t)v;
     }
     return;
@@ -169,9 +187,10 @@ static int l_tensor(lua_State *L) {
   int ndim = 0;
   int64_t shape[VOLUA_MAX_DIMS];
   if (volua_lua_test_tensor(L, 1)) luaL_error(L, "tensor: data is already a tensor (use t:clone())");
-  nested_shape(L, 1, 0, &ndim, shape);
+  int leaf = -1;
+  nested_shape(L, 1, 0, &ndim, shape, &leaf);
   create_opts o = read_opts(L, 2, "tensor");
-  volua_tensor *host = push_alloc(L, ndim, shape, o.dtype, VOLUA_DEVICE_CPU);
+  volua_tensor *host = push_alloc(L, "tensor", ndim, shape, o.dtype, VOLUA_DEVICE_CPU);
   int64_t pos = 0;
   nested_fill(L, 1, host, &pos);
   if (o.device == VOLUA_DEVICE_CPU) return 1;
@@ -235,7 +254,7 @@ static int m_set(lua_State *L) {
   unsigned char buf[8];
   if (t->dtype == VOLUA_FLOAT32) { float f = (float)v; memcpy(buf, &f, 4); }
   else {
-    if (v != floor(v) || !(fabs(v) < 9.2e18)) luaL_error(L, "set: value %g does not fit an int64 tensor", v);
+    if (!fits_int64(v)) luaL_error(L, "set: value %g does not fit an int64 tensor", v);
     int64_t i = (int64_t)v; memcpy(buf, &i, 8);
   }
   size_t es = volua_dtype_size(t->dtype);
@@ -274,8 +293,15 @@ static void push_nested(lua_State *L, const volua_tensor *t, int d, int64_t *pos
 
 static int m_table(lua_State *L) {
   volua_tensor *t = volua_lua_check_tensor(L, 1, "table", "self");
-  if (volua_tensor_numel(t) > 100000000)
-    luaL_error(L, "table: tensor has %lld elements, too many for a Lua table", (long long)volua_tensor_numel(t));
+  /* the nested tables count too: a (2^40, 0) tensor has no numbers but 2^40 empty rows */
+  int64_t values = 1; /* at each depth: the tables (or, at the last, numbers) made there */
+  for (int d = 0; d < t->ndim; d++) {
+    if (__builtin_mul_overflow(values, t->shape[d], &values) || values > 100000000) {
+      char s[256];
+      luaL_error(L, "table: a tensor of shape %s needs more than 1e8 Lua values at depth %d, too "
+                 "many for nested tables", volua_shape_str(t->ndim, t->shape, s, sizeof s), d + 1);
+    }
+  }
   const volua_tensor *src = t;
   if (t->device != VOLUA_DEVICE_CPU) {
     char err[VOLUA_ERR_MAX];
@@ -333,20 +359,24 @@ static int m_reshape(lua_State *L) {
     luaL_error(L, "reshape: shape must be a table of sizes, got %s", luaL_typename(L, 2));
     return 0;
   }
-  int infer = -1;
-  int64_t known = 1;
+  int infer = -1, has_zero = 0;
+  int64_t known = 1; /* the sizes other than -1 and 0: they must multiply within int64, as torch */
+  char s1[128], s2[128];
   for (int i = 0; i < nd; i++) {
     if (shape[i] == -1) {
       if (infer >= 0) luaL_error(L, "reshape: only one size may be -1");
       infer = i;
     } else if (shape[i] < 0) {
       luaL_error(L, "reshape: invalid size %lld in shape", (long long)shape[i]);
+    } else if (shape[i] == 0) {
+      has_zero = 1;
     } else if (__builtin_mul_overflow(known, shape[i], &known)) {
-      luaL_error(L, "reshape: shape has more elements than int64 can count");
+      luaL_error(L, "reshape: shape %s has more elements than int64 can count",
+                 volua_shape_str(nd, shape, s1, sizeof s1));
     }
   }
+  if (has_zero) known = 0;
   int64_t n = volua_tensor_numel(t);
-  char s1[128], s2[128];
   if (infer >= 0) {
     if (known == 0 || n % known != 0)
       luaL_error(L, "reshape: shape %s is invalid for input of size %lld",
@@ -376,12 +406,14 @@ static int move_to(lua_State *L, volua_tensor *t, volua_device dev) {
 
 static int m_to(lua_State *L) {
   volua_tensor *t = volua_lua_check_tensor(L, 1, "to", "self");
-  const char *s = luaL_checkstring(L, 2);
+  if (lua_type(L, 2) != LUA_TSTRING)
+    luaL_error(L, "to: device (or dtype) must be a string, got %s", luaL_typename(L, 2));
+  const char *s = lua_tostring(L, 2);
   if (strcmp(s, "float32") == 0 || strcmp(s, "int64") == 0) { /* a dtype conversion */
     volua_dtype dt = parse_dtype(L, s, "to");
     if (dt == t->dtype) { lua_pushvalue(L, 1); return 1; }
     char err[VOLUA_ERR_MAX];
-    volua_tensor *r = push_alloc(L, t->ndim, t->shape, dt, t->device);
+    volua_tensor *r = push_alloc(L, "to", t->ndim, t->shape, dt, t->device);
     check(L, volua_tensor_copy(r, t, err), err);
     return 1;
   }
@@ -430,6 +462,9 @@ static int m_copy(lua_State *L) {
 static int arith(lua_State *L, volua_binop op) {
   static const char *names[] = {"add", "sub", "mul", "div"};
   volua_tensor *a = volua_lua_test_tensor(L, 1), *b = volua_lua_test_tensor(L, 2);
+  if (!a && !b) /* only when called directly, as Tensor.add(1, 2) */
+    luaL_error(L, "%s: operands must be tensors or numbers, one a tensor, got %s and %s", names[op],
+               luaL_typename(L, 1), luaL_typename(L, 2));
   char err[VOLUA_ERR_MAX];
   volua_tensor *r = volua_lua_push_empty(L);
   int rc;
@@ -587,7 +622,8 @@ static int mm_gc(lua_State *L) {
 
 static int mm_index(lua_State *L) {
   volua_tensor *t = volua_lua_test_tensor(L, 1);
-  if (t && lua_type(L, 2) == LUA_TSTRING) {
+  if (!t) luaL_error(L, "index: self must be a tensor, got %s", luaL_typename(L, 1));
+  if (lua_type(L, 2) == LUA_TSTRING) {
     const char *k = lua_tostring(L, 2);
     if (strcmp(k, "shape") == 0) { if (!t->storage) return 0; push_shape(L, t); return 1; }
     if (strcmp(k, "dtype") == 0) { lua_pushstring(L, volua_dtype_name(t->dtype)); return 1; }

@@ -119,6 +119,16 @@ local function set_of(list)
   return s
 end
 
+-- Makes parameter pname of module `name` with f(...): a failure (a bad device, a shape too
+-- large to count or to allocate) is raised again naming the module and the parameter.
+local function make_param(name, pname, shape, f, ...)
+  local ok, t = pcall(f, ...)
+  if not ok then
+    error(string.format("%s: cannot create %s of shape %s: %s", name, pname, py(shape), tostring(t)), 0)
+  end
+  return t
+end
+
 -- uniform(-bound, bound) of the given shape: from opts.seed when given (reproducible, and
 -- independent of other modules), else from vol's generator (vol.manual_seed).
 local function uniform(shape, bound, seed, device)
@@ -250,6 +260,8 @@ function Module:load_state_dict(tbl, opts)
       missing[#missing + 1] = name
     elseif not is_tensor(v) then
       errors[#errors + 1] = string.format('value for "%s" must be a tensor, got %s', name, type(v))
+    elseif v.shape == nil then -- a freed tensor: no shape to compare, nothing to copy
+      errors[#errors + 1] = string.format('value for "%s" is a freed tensor', name)
     elseif not same_shape(v, p) then
       errors[#errors + 1] = string.format(
         "size mismatch for %s: copying a param with shape %s from checkpoint, the shape in current model is %s.",
@@ -337,11 +349,13 @@ end
 -- bound = gain * sqrt(3 / fan_in) with gain = sqrt(2 / (1 + a^2)), i.e. 1/sqrt(fan_in),
 -- where fan_in = weight.size(1) * prod(kernel); the bias is uniform(-1/sqrt(fan_in), ...) too.
 local function conv_reset(self, wshape, bias, seed, device)
+  local name = getmetatable(self).__name
   local fan_in = wshape[2] * wshape[3] * wshape[4] * wshape[5]
   local bound = fan_in > 0 and 1 / math.sqrt(fan_in) or 0
-  self.weight = uniform(wshape, bound, seed, device)
+  self.weight = make_param(name, "weight", wshape, uniform, wshape, bound, seed, device)
   if bias ~= false then
-    self.bias = uniform({self.out_channels}, bound, seed and seed + 1, device)
+    self.bias = make_param(name, "bias", {self.out_channels}, uniform, {self.out_channels}, bound,
+                           seed and seed + 1, device)
   end
   self._param_names = {"weight", "bias"}
 end
@@ -516,16 +530,17 @@ function GroupNorm.new(num_groups, num_channels, opts)
                         num_channels, num_groups), 0)
   end
   self.eps = opts.eps or 1e-5
-  if type(self.eps) ~= "number" or not (self.eps >= 0) then
-    error(string.format("%s: eps must be a non-negative number, got %s", name, tostring(self.eps)), 0)
+  -- vol.group_norm refuses NaN, infinite and negative eps; say so when the module is made
+  if type(self.eps) ~= "number" or not (self.eps >= 0 and self.eps < math.huge) then
+    error(string.format("%s: eps must be a finite non-negative number, got %s", name, tostring(self.eps)), 0)
   end
   if opts.affine ~= nil and type(opts.affine) ~= "boolean" then
     error(string.format("%s: affine must be true or false, got %s", name, type(opts.affine)), 0)
   end
   self.affine = opts.affine ~= false
   if self.affine then
-    self.weight = vol.ones({num_channels}, {device = opts.device})
-    self.bias = vol.zeros({num_channels}, {device = opts.device})
+    self.weight = make_param(name, "weight", {num_channels}, vol.ones, {num_channels}, {device = opts.device})
+    self.bias = make_param(name, "bias", {num_channels}, vol.zeros, {num_channels}, {device = opts.device})
     self._param_names = {"weight", "bias"}
   end
   return self
@@ -555,7 +570,10 @@ function ReLU.new(inplace)
   return self
 end
 
-function ReLU:forward(x) return x:relu() end
+function ReLU:forward(x)
+  if not is_tensor(x) then error("ReLU: input must be a tensor, got " .. type(x), 0) end
+  return x:relu()
+end
 
 function ReLU:extra_repr() return self.inplace and "inplace=True" or "" end
 
@@ -602,6 +620,7 @@ function Mean:dims_for(n)
 end
 
 function Mean:forward(x)
+  if not is_tensor(x) then error("Mean: input must be a tensor, got " .. type(x), 0) end
   return vol.mean(x, self:dims_for(x:dim()), self.keepdim)
 end
 
@@ -710,8 +729,8 @@ end
 -- The i-th child (1-based; negative counts from the end).
 function Sequential:get(i)
   local n = #self._children
-  local j = i < 0 and n + i + 1 or i
-  if not is_int(i) or j < 1 or j > n then
+  local j = is_int(i) and (i < 0 and n + i + 1 or i)
+  if not j or j < 1 or j > n then
     error(string.format("Sequential: index %s is out of range for %d children", tostring(i), n), 0)
   end
   return self._children[j].module
@@ -765,8 +784,10 @@ function Sequential:forward(x)
   local n = #ch
   local i = 1
   while i <= n do
-    if self.fuse and i + 2 <= n and fusable(ch[i].module, ch[i + 1].module, x:dim()) and
-       is_sample_mean(ch[i + 2].module, x:dim()) then
+    -- anything but a tensor goes to the child, whose own check names it
+    local nd = is_tensor(x) and x:dim()
+    if self.fuse and nd and i + 2 <= n and fusable(ch[i].module, ch[i + 1].module, nd) and
+       is_sample_mean(ch[i + 2].module, nd) then
       x = fused(ch[i].module, ch[i + 1].module, x)
       i = i + 3
     elseif i == n then
@@ -786,6 +807,9 @@ function Sequential:forward_mean(x)
   local n = #ch
   local last = self.fuse and n >= 2 and n - 2 or n -- children run one by one
   for i = 1, last do x = ch[i].module:forward(x) end
+  if not is_tensor(x) then
+    error("forward_mean: input must be a tensor, got " .. type(x), 0)
+  end
   if last < n then
     if fusable(ch[n - 1].module, ch[n].module, x:dim()) then
       return fused(ch[n - 1].module, ch[n].module, x)

@@ -209,6 +209,17 @@ int volua_conv3d_geom_resolve(volua_conv3d_geom *g, const char *fname, const vol
              (long long)padded[1], (long long)padded[2]);
     return 1;
   }
+  /* PyTorch's _select_conv_backend serves an empty input only with N = 0 or C_in = 0 ("Only zero
+   * batch or zero channel inputs are supported"); its calc_output_size gives C_in = 0 an output
+   * of 0 channels: (N, 0, out...), empty, with no bias in it */
+  if (g->N > 0 && C_in > 0 && volua_tensor_numel(x) == 0) {
+    snprintf(err, VOLUA_ERR_MAX,
+             "%s: input %s is empty but its batch and channels are not: only zero batch or zero "
+             "channel inputs are supported, as in PyTorch", fname,
+             volua_shape_str(5, x->shape, s2, sizeof s2));
+    return 1;
+  }
+  if (C_in == 0) g->C_out = 0;
   for (int i = 0; i < 3; i++)
     g->out[i] = volua_conv_output_size(g->in[i], g->kernel[i], g->stride[i], g->pad_lo[i],
                                        g->pad_hi[i], g->dilation[i]);

@@ -65,7 +65,7 @@ int volua_conv3d_group_norm_mean(volua_tensor *out, const volua_tensor *x, const
   }
   if (volua_conv3d_geom_resolve(&g.conv, FNAME, x, conv_w, conv_b, a, err)) return 1;
 
-  const int64_t C = g.conv.C_out;
+  const int64_t C = g.conv.C_out; /* 0 when x has no channels, as PyTorch's conv3d output */
   if (num_groups < 1) {
     snprintf(err, VOLUA_ERR_MAX, FNAME ": num_groups (%lld) must be greater than zero",
              (long long)num_groups);
@@ -91,7 +91,7 @@ int volua_conv3d_group_norm_mean(volua_tensor *out, const volua_tensor *x, const
     return 1;
   }
   /* F.group_norm's _verify_batch_size: N * C/num_groups * spatial == 1 is refused */
-  if (g.conv.N == 1 && C / num_groups == 1 && per_sample / C == 1) {
+  if (g.conv.N == 1 && C > 0 && C / num_groups == 1 && per_sample / C == 1) {
     snprintf(err, VOLUA_ERR_MAX,
              FNAME ": group_norm expects more than 1 value per channel (N * C/num_groups * spatial "
              "= 1 for the conv output (%lld, %lld, 1, 1, 1) with num_groups %lld), as F.group_norm",
@@ -104,6 +104,10 @@ int volua_conv3d_group_norm_mean(volua_tensor *out, const volua_tensor *x, const
   const int64_t shape[1] = {g.conv.N};
   if (volua_tensor_alloc(out, 1, shape, VOLUA_FLOAT32, x->device, err)) return 1;
   if (g.conv.N == 0) return 0; /* an empty batch: an empty result, as PyTorch */
+  if (C == 0) { /* group_norm of (N, 0, ...) is empty; its mean over nothing is NaN (torch.mean) */
+    if (volua_fill(out, NAN, err)) { volua_tensor_free(out); return 1; }
+    return 0;
+  }
 
   const float *xp = volua_tensor_f32(x), *cw = volua_tensor_f32(conv_w);
   const float *cb = conv_b ? volua_tensor_f32(conv_b) : NULL;

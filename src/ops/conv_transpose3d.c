@@ -118,6 +118,16 @@ static int resolve(volua_conv_transpose3d_geom *g, const volua_tensor *x, const 
     return 1;
   }
 
+  /* PyTorch's _select_conv_backend: an empty input with a non-empty batch (C_in = 0 failed the
+   * groups check above) is "Only zero batch or zero channel inputs are supported" */
+  if (x->shape[0] > 0 && volua_tensor_numel(x) == 0) {
+    snprintf(err, VOLUA_ERR_MAX,
+             "conv_transpose3d: input %s is empty but its batch and channels are not: only zero "
+             "batch or zero channel inputs are supported, as in PyTorch",
+             volua_shape_str(5, x->shape, s2, sizeof s2));
+    return 1;
+  }
+
   g->N = x->shape[0];
   g->C_in = C_in;
   g->C_out = C_out;

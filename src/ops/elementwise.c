@@ -43,26 +43,43 @@ static int broadcast(const char *fn, const volua_tensor *a, const volua_tensor *
                      char *err) {
   int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
   int64_t sa = 1, sb = 1;
+  char s1[128], s2[128];
   memset(g, 0, sizeof *g);
   g->ndim = nd;
   for (int i = nd - 1; i >= 0; i--) {
     int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
     int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
     if (da != db && da != 1 && db != 1) {
-      char s1[128], s2[128];
       snprintf(err, VOLUA_ERR_MAX, "%s: shapes %s and %s do not broadcast (dim %d: %lld vs %lld)", fn,
                volua_shape_str(a->ndim, a->shape, s1, sizeof s1),
                volua_shape_str(b->ndim, b->shape, s2, sizeof s2), i + 1, (long long)da, (long long)db);
       return 1;
     }
     g->shape[i] = da == 1 ? db : da;
+  }
+  /* the result's sizes must multiply within int64, a 0 among them or not (as torch's storage
+   * size check): (2^62, 1, 0) and (1, 2^62, 0) do not */
+  int64_t count = 1;
+  int empty = 0;
+  for (int i = 0; i < nd; i++) {
+    if (g->shape[i] == 0) empty = 1;
+    else if (__builtin_mul_overflow(count, g->shape[i], &count)) {
+      snprintf(err, VOLUA_ERR_MAX, "%s: shapes %s and %s broadcast to more elements than int64 can count",
+               fn, volua_shape_str(a->ndim, a->shape, s1, sizeof s1),
+               volua_shape_str(b->ndim, b->shape, s2, sizeof s2));
+      return 1;
+    }
+  }
+  g->numel = empty ? 0 : count;
+  if (empty) return 0; /* nothing is read: the strides stay 0 */
+  for (int i = nd - 1; i >= 0; i--) { /* each operand has at most count elements: no overflow */
+    int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
     g->stride_a[i] = da == 1 ? 0 : sa;
     g->stride_b[i] = db == 1 ? 0 : sb;
     sa *= da;
     sb *= db;
   }
-  g->numel = 1;
-  for (int i = 0; i < nd; i++) g->numel *= g->shape[i];
   return 0;
 }
 
@@ -84,7 +101,13 @@ int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b
   }
   volua_bcast_geom g;
   if (broadcast(fn, a, b, &g, err)) return 1;
-  if (volua_tensor_alloc(out, g.ndim, g.shape, a->dtype, a->device, err)) return 1;
+  if (volua_tensor_alloc(out, g.ndim, g.shape, a->dtype, a->device, err)) {
+    /* broadcasting (n, 1) with (1, m) may ask for far more than either operand holds */
+    char why[VOLUA_ERR_MAX];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, VOLUA_ERR_MAX, "%s: cannot allocate the result (%.400s)", fn, why);
+    return 1;
+  }
   if (g.numel == 0) return 0;
   if (a->device == VOLUA_DEVICE_CPU)
     return volua_cpu_binary(&g, a->dtype, volua_tensor_data(a), volua_tensor_data(b),
