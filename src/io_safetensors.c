@@ -907,10 +907,11 @@ static int build_header(const volua_st_entry *entries, int64_t n, int has_metada
   sort(ord, n, sizeof *ord, cmp_entry_name);
   for (int64_t i = 1; i < n; i++) {
     if (cmp_name(&ord[i - 1]->name, &ord[i]->name) == 0) {
+      const volua_st_entry *dup = ord[i]; /* read before freeing ord */
       free(ord);
       free(mord);
       return fail(err, op, path, "tensor name '%s' appears twice",
-                  printable(ord[i]->name.s, ord[i]->name.len, shown, sizeof shown));
+                  printable(dup->name.s, dup->name.len, shown, sizeof shown));
     }
   }
   sort(ord, n, sizeof *ord, cmp_entry);
@@ -919,10 +920,11 @@ static int build_header(const volua_st_entry *entries, int64_t n, int has_metada
   sort(mord, nmeta, sizeof *mord, cmp_pair_ptr_key);
   for (int64_t i = 1; i < nmeta; i++) {
     if (cmp_name(&mord[i - 1]->key, &mord[i]->key) == 0) {
+      const volua_st_pair *dup = mord[i]; /* read before freeing mord */
       free(ord);
       free(mord);
       return fail(err, op, path, "metadata key '%s' appears twice",
-                  printable(mord[i]->key.s, mord[i]->key.len, shown, sizeof shown));
+                  printable(dup->key.s, dup->key.len, shown, sizeof shown));
     }
   }
   put(hdr, "{", 1);
