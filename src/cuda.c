@@ -142,7 +142,8 @@ static int need_gpu(const char *what, char *err) {
 }
 
 /* -- caching allocator ----
- * As PyTorch's and cutorch's: sizes are rounded (512 B steps up to 1 MiB, 2 MiB steps above),
+ * As PyTorch's and cutorch's: sizes are rounded (to a power of two from 512 B up to 1 MiB, so
+ * that the few small classes reach a steady state quickly under shapes that vary; 2 MiB steps above),
  * freed blocks go to a free list and are handed out again to a request of about the same
  * rounded size (best fit, at most 2x for small and 1.25x for large blocks, since blocks are
  * not split). All work runs on one stream, so a block freed by the host can be reused at
@@ -240,7 +241,11 @@ static int free_push(block b) {
 }
 
 static int64_t round_size(int64_t bytes) {
-  if (bytes <= SMALL_LIMIT) return (bytes + SMALL_STEP - 1) / SMALL_STEP * SMALL_STEP;
+  if (bytes <= SMALL_LIMIT) {
+    int64_t s = SMALL_STEP;
+    while (s < bytes) s *= 2;
+    return s;
+  }
   return (bytes + LARGE_STEP - 1) / LARGE_STEP * LARGE_STEP;
 }
 
