@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "common.cuh"
+#include "fast.h"
 
 // -- kernel ----
 
@@ -51,5 +52,8 @@ static int launch_conv3d(const volua_conv3d_geom *g, const float *x, const float
 
 extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                                  float *y, volua_math_mode math, cudaStream_t s, char *err) {
+  // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover
+  const int fast = volua_cuda_conv3d_tc(g, x, w, b, y, math, s, err);
+  if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
   return launch_conv3d(g, x, w, b, y, math, s, err);
 }

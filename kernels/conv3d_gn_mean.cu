@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common.cuh"
+#include "fast.h"
 
 // -- kernels ----
 
@@ -134,6 +135,9 @@ static int launch_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float
 extern "C" int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
                                          const float *cb, const float *gw, const float *gb, float *y,
                                          volua_math_mode math, cudaStream_t s, char *err) {
+  // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover
+  const int fast = volua_cuda_conv3d_gn_mean_tc(g, x, cw, cb, gw, gb, y, math, s, err);
+  if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
   const char *op = "conv3d_group_norm_mean";
   const volua_conv3d_geom *c = &g->conv;
   const int64_t S = c->out[0] * c->out[1] * c->out[2], nc = c->N * c->C_out;

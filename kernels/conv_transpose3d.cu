@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "common.cuh"
+#include "fast.h"
 
 // Input index along one dim that tap k sends to output o, or -1: o = i*stride - pad + k*dil,
 // so i = (o + pad - k*dil) / stride when that divides exactly and lands inside the input.
@@ -83,5 +84,8 @@ static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const f
 extern "C" int volua_cuda_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                            const float *b, float *y, volua_math_mode math, cudaStream_t s,
                                            char *err) {
+  // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover
+  const int fast = volua_cuda_conv_transpose3d_tc(g, x, w, b, y, math, s, err);
+  if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
   return launch_conv_transpose3d(g, x, w, b, y, math, s, err);
 }

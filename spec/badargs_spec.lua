@@ -243,6 +243,11 @@ local rows = {
   {"add: empty operands broadcast past int64", function() return vol.zeros({2 ^ 60, 1, 0}) + vol.zeros({1, 2 ^ 60, 0}) end, "^add: shapes .* int64"},
   {"add: devices", function() return T + gpu(T) end, "^add: tensors are on different devices", cuda = true},
 
+  -- vol.bench (src/lua_bench.c)
+  {"bench: no function", function() return vol.bench() end, "^bench: fn must be a function"},
+  {"bench: options not a table", function() return vol.bench(function() end, 5) end, "^bench: options must be a table"},
+  {"bench: reps 0", function() return vol.bench(function() end, {reps = 0}) end, "^bench: .*reps"},
+
   -- vol.max_pool3d
   {"max_pool3d: no input", function() return vol.max_pool3d(nil, {kernel_size = 2}) end, "^max_pool3d: input must be a tensor"},
   {"max_pool3d: foreign userdata", function() return vol.max_pool3d(io.stdout, {kernel_size = 2}) end, "^max_pool3d: input must be a tensor, got userdata"},

@@ -7,13 +7,14 @@ void volua_lua_open_pool(lua_State *L) __attribute__((weak));
 void volua_lua_open_norm(lua_State *L) __attribute__((weak));
 void volua_lua_open_io(lua_State *L) __attribute__((weak));
 void volua_lua_open_png(lua_State *L) __attribute__((weak));
+void volua_lua_open_bench(lua_State *L) __attribute__((weak));
 
 int luaopen_volua_core(lua_State *L) {
   lua_newtable(L);
   volua_lua_open_tensor(L);
   volua_lua_open_device(L);
   void (*opens[])(lua_State *) = {volua_lua_open_conv, volua_lua_open_pool, volua_lua_open_norm,
-                                  volua_lua_open_io, volua_lua_open_png};
+                                  volua_lua_open_io, volua_lua_open_png, volua_lua_open_bench};
   for (size_t i = 0; i < sizeof opens / sizeof opens[0]; i++)
     if (opens[i]) opens[i](L);
   return 1;

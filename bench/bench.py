@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""bench/bench.py: PyTorch's side of bench/run.sh, and the report.
+
+  bench.py torch  --dir DIR [--reps 30] [--warmup 5] [--problems L1-60,L2-23] [--no-compile]
+      makes the inputs of the issue-4 problems (float32, uniform [0, 1), fixed seeds; weights as the
+      KernelBench modules initialise them, seeded), writes them and their float64 references (torch on
+      float64 inputs, on the GPU) as .npy under DIR with DIR/problems.lua for scripts/bench.lua, and
+      times PyTorch: eager at its defaults (cuDNN, TF32 allowed for convolutions), torch.compile, and
+      cudnn.benchmark + channels_last_3d, each with TF32 on and off. Results: DIR/torch.json.
+  bench.py report --dir DIR --out OUTDIR
+      joins DIR/torch.json and DIR/volua.json (scripts/bench.lua) into the table, printed and written
+      to OUTDIR/results-<date>.md, .csv and .json.
+
+Timing (both sides): CUDA events around one call, a 256 MB write before each timed call (L2 flush),
+warm-up calls first, the median of --reps (at least 30) calls.
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+# Floors on an H200 from issue 4 (copy 4.2 TB/s, fp32 FMA 51 TFLOP/s, TF32 359 TFLOP/s); ms.
+# bench/NOTES.md shows how each was computed.
+FLOORS = {
+    "L1-43": {"fp32": 1.14, "tf32": 1.14},
+    "L1-77": {"fp32": 0.57, "tf32": 0.08},
+    "L1-60": {"fp32": 2.72, "tf32": 0.39},
+    "L1-66": {"fp32": 1.34, "tf32": 0.19},
+    "L2-23": {"fp32": 0.19, "tf32": 0.03},
+}
+ORDER = ["L1-43", "L1-77", "L1-60", "L1-66", "L2-23"]
+# volua's tolerances per math mode (../shared/golden/README.md)
+TOL = {"fp32": (1e-4, 1e-5), "tf32": (1e-2, 1e-2)}
+
+
+def problems():
+    """name -> (description, input shape, seed, module factory, volua call description)."""
+    import torch
+    import torch.nn as nn
+
+    class ConvGnMean(nn.Module):  # KernelBench level 2, problem 23
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(3, 24, 3)
+            self.group_norm = nn.GroupNorm(8, 24)
+            with torch.no_grad():  # the defaults (1, 0) make the answer 0: random affine parameters
+                self.group_norm.weight.copy_(torch.rand(24) * 2)
+                self.group_norm.bias.copy_(torch.rand(24) * 3 - 1.5)
+
+        def forward(self, x):
+            return self.group_norm(self.conv(x)).mean(dim=[1, 2, 3, 4])
+
+    return {
+        "L1-43": dict(op="max_pool3d", shape=(16, 32, 128, 128, 128), seed=43,
+                      make=lambda: nn.MaxPool3d(kernel_size=3, stride=2, padding=1, dilation=3),
+                      args={"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 3},
+                      desc="max_pool3d (16,32,128,128,128) k3 s2 p1 d3"),
+        "L1-77": dict(op="conv_transpose3d", shape=(16, 32, 16, 32, 32), seed=77,
+                      make=lambda: nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, dilation=2, bias=False),
+                      args={"stride": 2, "padding": 1, "dilation": 2},
+                      desc="conv_transpose3d (16,32,16,32,32) 32->64 k3 s2 p1 d2"),
+        "L1-60": dict(op="conv3d", shape=(16, 3, 64, 64, 64), seed=60,
+                      make=lambda: nn.Conv3d(3, 64, (3, 5, 7), bias=False), args={},
+                      desc="conv3d (16,3,64,64,64) 3->64 k(3,5,7)"),
+        "L1-66": dict(op="conv3d", shape=(8, 3, 16, 128, 128), seed=66,
+                      make=lambda: nn.Conv3d(3, 64, (3, 5, 7), bias=False), args={},
+                      desc="conv3d (8,3,16,128,128) 3->64 k(3,5,7)"),
+        "L2-23": dict(op="conv3d_group_norm_mean", shape=(128, 3, 24, 32, 32), seed=23,
+                      make=ConvGnMean, args={"num_groups": 8, "eps": 1e-5},
+                      desc="conv3d 3->24 k3 + GroupNorm(8,24) + mean (128,3,24,32,32)"),
+    }
+
+
+def lua_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"[{json.dumps(k)}] = {lua_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "{" + ", ".join(lua_value(x) for x in v) + "}"
+    raise TypeError(type(v))
+
+
+def time_cuda(fn, warmup, reps, flush):
+    import torch
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times), times
+
+
+def rel_err(out, ref):
+    """max |out - ref| / max |ref|, and the worst |out - ref| / (atol + rtol |ref|) per math mode."""
+    import torch
+    d = (out.double() - ref).abs()
+    scale = ref.abs().max().item()
+    res = {"max_rel_err": (d.max().item() / scale) if scale > 0 else d.max().item()}
+    for m, (rtol, atol) in TOL.items():
+        res["tol_ratio_" + m] = (d / (atol + rtol * ref.abs())).max().item()
+    return res
+
+
+def cmd_torch(a):
+    import torch
+
+    os.makedirs(a.dir, exist_ok=True)
+    dev = torch.device("cuda")
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+    probs = problems()
+    names = [n for n in ORDER if not a.problems or n in a.problems.split(",")]
+    results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+               "cudnn": torch.backends.cudnn.version(), "reps": a.reps, "warmup": a.warmup, "problems": {}}
+    manifest = []
+    for name in names:
+        try:
+            entry = torch_problem(a, name, probs[name], dev, flush, results)
+        except Exception as ex:  # one problem failing (memory, a file) must not lose the others
+            print(f"{name:6s} FAILED: {ex!r}"[:400], flush=True)
+            results["problems"][name] = {"desc": probs[name]["desc"], "op": probs[name]["op"], "error": repr(ex)[:400]}
+            torch.cuda.empty_cache()
+            continue
+        manifest.append(entry)
+    with open(os.path.join(a.dir, "torch.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(a.dir, "problems.lua"), "w") as f:
+        f.write("-- written by bench/bench.py: the problems scripts/bench.lua times\nreturn {\n")
+        for m in manifest:
+            f.write("  " + lua_value(m) + ",\n")
+        f.write("}\n")
+
+
+def torch_problem(a, name, p, dev, flush, results):
+    """Inputs, reference and PyTorch timings of one problem; returns its problems.lua entry."""
+    import numpy as np
+    import torch
+    t0 = time.time()
+    torch.manual_seed(p["seed"])
+    model = p["make"]().eval()
+    gen = torch.Generator().manual_seed(p["seed"] + 1000)
+    x_cpu = torch.rand(p["shape"], generator=gen, dtype=torch.float32)
+    pdir = os.path.join(a.dir, name)
+    os.makedirs(pdir, exist_ok=True)
+    files = {"x": "x.npy"}
+    np.save(os.path.join(pdir, "x.npy"), x_cpu.numpy())
+    for k, v in model.state_dict().items():
+        np.save(os.path.join(pdir, k + ".npy"), v.detach().cpu().numpy())
+        files[k] = k + ".npy"
+    x = x_cpu.to(dev)
+    model = model.to(dev)
+    r = {"desc": p["desc"], "op": p["op"]}
+    with torch.no_grad():
+        # the float64 reference
+        ref = model.double()(x.double())
+        model = model.float()
+        if p["op"] == "max_pool3d":  # exact in float32: keep the file small
+            np.save(os.path.join(pdir, "ref.npy"), ref.float().cpu().numpy())
+        else:
+            np.save(os.path.join(pdir, "ref.npy"), ref.cpu().numpy())
+        files["ref"] = "ref.npy"
+
+        def run_cfg(label, tf32, bench, cl, compiled=False):
+            torch.backends.cudnn.allow_tf32 = tf32
+            torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default
+            torch.backends.cudnn.benchmark = bench
+            m, xi = model, x
+            if cl:
+                m = model.to(memory_format=torch.channels_last_3d)
+                xi = x.contiguous(memory_format=torch.channels_last_3d)
+            if compiled:
+                m = torch.compile(m)
+            try:
+                fn = lambda: m(xi)
+                med, times = time_cuda(fn, a.warmup, a.reps, flush)
+                out = fn()
+                torch.cuda.synchronize()
+                e = rel_err(out.contiguous(), ref)
+                r[label] = {"ms": med, "min_ms": min(times), "max_ms": max(times), **e}
+                print(f"{name:6s} {label:22s} {med:9.4f} ms  max rel err {e['max_rel_err']:.2e}", flush=True)
+            except Exception as ex:  # one configuration failing must not lose the others
+                r[label] = {"error": repr(ex)[:300]}
+                print(f"{name:6s} {label:22s} failed: {ex!r}"[:300], flush=True)
+            finally:
+                model.to(memory_format=torch.contiguous_format)
+
+        run_cfg("eager", True, False, False)
+        run_cfg("eager_tf32_off", False, False, False)
+        run_cfg("cl_benchmark", True, True, True)
+        run_cfg("cl_benchmark_tf32_off", False, True, True)
+        if not a.no_compile:
+            run_cfg("compile", True, False, False, compiled=True)
+        torch.backends.cudnn.allow_tf32 = True
+        torch.backends.cudnn.benchmark = False
+    del ref, x
+    torch.cuda.empty_cache()
+    results["problems"][name] = r
+    print(f"{name:6s} done in {time.time() - t0:.1f} s", flush=True)
+    return {"name": name, "op": p["op"], "args": p["args"], "files": files,
+            "floor_fp32": FLOORS[name]["fp32"], "floor_tf32": FLOORS[name]["tf32"]}
+
+
+def fmt(v, nd=3):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if v == 0:
+        return "0"
+    if abs(v) < 1e-3 or abs(v) >= 1e5:
+        return f"{v:.1e}"
+    return f"{v:.{nd}f}"
+
+
+def cmd_report(a):
+    with open(os.path.join(a.dir, "torch.json")) as f:
+        tj = json.load(f)
+    vpath = os.path.join(a.dir, "volua.json")
+    vj = {"problems": {}}
+    if os.path.exists(vpath):
+        with open(vpath) as f:
+            vj = json.load(f)
+    rows = []
+    for name in ORDER:
+        t = tj["problems"].get(name)
+        if t is None:
+            continue
+        v = vj["problems"].get(name, {})
+        ms = lambda k: t.get(k, {}).get("ms")
+        eager, comp = ms("eager"), ms("compile")
+        best_on = min([x for x in (ms("eager"), ms("compile"), ms("cl_benchmark")) if x is not None], default=None)
+        best_off = min([x for x in (ms("eager_tf32_off"), ms("cl_benchmark_tf32_off")) if x is not None], default=None)
+        vf, vt = v.get("fp32", {}), v.get("tf32", {})
+        f_ms, t_ms = vf.get("ms"), vt.get("ms")
+        ratio = lambda num, den: (num / den) if (num is not None and den) else None
+        fl_f, fl_t = FLOORS[name]["fp32"], FLOORS[name]["tf32"]
+        rows.append({
+            "problem": name, "desc": t["desc"],
+            "eager_ms": eager, "compile_ms": comp, "best_tf32_on_ms": best_on, "best_tf32_off_ms": best_off,
+            "volua_fp32_ms": f_ms, "volua_tf32_ms": t_ms,
+            "fp32_speedup_vs_eager": ratio(eager, f_ms), "tf32_speedup_vs_eager": ratio(eager, t_ms),
+            "fp32_speedup_vs_best_off": ratio(best_off, f_ms), "tf32_speedup_vs_best_on": ratio(best_on, t_ms),
+            "fp32_max_rel_err": vf.get("max_rel_err"), "tf32_max_rel_err": vt.get("max_rel_err"),
+            "fp32_allclose": vf.get("allclose"), "tf32_allclose": vt.get("allclose"),
+            "fp32_fast_path": vf.get("fast_path"), "tf32_fast_path": vt.get("fast_path"),
+            "floor_fp32_ms": fl_f, "floor_tf32_ms": fl_t,
+            "fp32_pct_of_floor": ratio(100 * fl_f, f_ms), "tf32_pct_of_floor": ratio(100 * fl_t, t_ms),
+            "torch_eager_max_rel_err": t.get("eager", {}).get("max_rel_err"),
+        })
+
+    def geomean(xs):
+        xs = [x for x in xs if x]
+        if not xs:
+            return None
+        prod = 1.0
+        for x in xs:
+            prod *= x
+        return prod ** (1.0 / len(xs))
+
+    gm = {k: geomean([r[k] for r in rows]) for k in
+          ("fp32_speedup_vs_eager", "tf32_speedup_vs_eager", "fp32_speedup_vs_best_off", "tf32_speedup_vs_best_on")}
+    date = datetime.date.today().isoformat()
+    lines = []
+    lines.append(f"# volua vs PyTorch, {date}")
+    lines.append("")
+    lines.append(f"Device: {tj.get('device')}; PyTorch {tj.get('torch')}, cuDNN {tj.get('cudnn')}; "
+                 f"{vj.get('device', '?')}. Median of {tj.get('reps')} calls after {tj.get('warmup')} warm-up calls, "
+                 "CUDA events, a 256 MB write (L2 flush) before each call. Inputs uniform [0, 1), seeded; max rel err "
+                 "= max|out - ref| / max|ref| against torch in float64 on the GPU; ok = allclose at the math mode's "
+                 "tolerance (fp32 rtol 1e-4 atol 1e-5, tf32 1e-2/1e-2). Speedups: over eager at its defaults "
+                 "(TF32 on for convolutions), and like with like: volua fp32 over the best PyTorch with TF32 off, "
+                 "volua tf32 over the best with TF32 on (eager, torch.compile, cudnn.benchmark + channels_last_3d). "
+                 "% of floor = floor / time.")
+    lines.append("")
+    hdr = ["problem", "eager ms", "compile ms", "best TF32-on ms", "best TF32-off ms", "volua fp32 ms",
+           "volua tf32 ms", "fp32 x eager", "tf32 x eager", "fp32 x best-off", "tf32 x best-on",
+           "fp32 max rel err", "tf32 max rel err", "floor fp32/tf32 ms", "% of floor fp32/tf32"]
+    lines.append("| " + " | ".join(hdr) + " |")
+    lines.append("|" + "---|" * len(hdr))
+    for r in rows:
+        okf = "" if r["fp32_allclose"] is None else (" ok" if r["fp32_allclose"] else " FAIL")
+        okt = "" if r["tf32_allclose"] is None else (" ok" if r["tf32_allclose"] else " FAIL")
+        cells = [r["problem"], fmt(r["eager_ms"]), fmt(r["compile_ms"]), fmt(r["best_tf32_on_ms"]),
+                 fmt(r["best_tf32_off_ms"]), fmt(r["volua_fp32_ms"]), fmt(r["volua_tf32_ms"]),
+                 fmt(r["fp32_speedup_vs_eager"], 2), fmt(r["tf32_speedup_vs_eager"], 2),
+                 fmt(r["fp32_speedup_vs_best_off"], 2), fmt(r["tf32_speedup_vs_best_on"], 2),
+                 fmt(r["fp32_max_rel_err"]) + okf, fmt(r["tf32_max_rel_err"]) + okt,
+                 f"{fmt(r['floor_fp32_ms'])} / {fmt(r['floor_tf32_ms'])}",
+                 f"{fmt(r['fp32_pct_of_floor'], 0)} / {fmt(r['tf32_pct_of_floor'], 0)}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Geometric means of the speedups: fp32 x eager {}, tf32 x eager {}, fp32 x best-off {}, "
+                 "tf32 x best-on {}.".format(*(fmt(gm[k], 2) for k in gm)))
+    fast = [f"{r['problem']} fp32 {r['fp32_fast_path']}, tf32 {r['tf32_fast_path']}" for r in rows]
+    lines.append("")
+    lines.append("Tensor-core fast path taken: " + "; ".join(fast) + ".")
+    lines.append("")
+    lines.append("PyTorch configurations (ms): " + "; ".join(
+        f"{name}: " + ", ".join(f"{k} {fmt(v.get('ms'))}" for k, v in tj["problems"][name].items()
+                                if isinstance(v, dict))
+        for name in ORDER if name in tj["problems"]) + ".")
+    # variant passes of bench/run.sh (VARIANTS): volua ms per problem and math mode
+    variants = []
+    i = 1
+    while os.path.exists(os.path.join(a.dir, f"variant-{i}.json")):
+        with open(os.path.join(a.dir, f"variant-{i}.json")) as f:
+            vv = json.load(f)
+        label = f"variant {i}"
+        if os.path.exists(os.path.join(a.dir, f"variant-{i}.name")):
+            with open(os.path.join(a.dir, f"variant-{i}.name")) as f:
+                label = f.read().strip()
+        variants.append({"label": label, "problems": vv.get("problems", {})})
+        i += 1
+    if variants:
+        lines.append("")
+        lines.append("volua variants (ms fp32 / tf32; default = the main table's):")
+        lines.append("")
+        lines.append("| problem | default | " + " | ".join(v["label"] for v in variants) + " |")
+        lines.append("|" + "---|" * (2 + len(variants)))
+        for name in ORDER:
+            cells = []
+            for v in [{"problems": vj["problems"]}] + variants:
+                pr = v["problems"].get(name)
+                if not pr:
+                    cells.append("-")
+                    continue
+                cell = f"{fmt(pr.get('fp32', {}).get('ms'))} / {fmt(pr.get('tf32', {}).get('ms'))}"
+                if pr.get("fp32", {}).get("allclose") is False or pr.get("tf32", {}).get("allclose") is False:
+                    cell += " (NOT CLOSE)"
+                cells.append(cell)
+            if any(c != "-" for c in cells[1:]):
+                lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    os.makedirs(a.out, exist_ok=True)
+    base = os.path.join(a.out, f"results-{date}")
+    with open(base + ".md", "w") as f:
+        f.write(text)
+    with open(base + ".json", "w") as f:
+        json.dump({"rows": rows, "geomean": gm, "torch": tj, "volua": vj, "variants": variants}, f, indent=1)
+    with open(base + ".csv", "w") as f:
+        keys = list(rows[0].keys()) if rows else []
+        f.write(",".join(keys) + "\n")
+        for r in rows:
+            f.write(",".join("" if r[k] is None else str(r[k]) for k in keys) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("torch")
+    t.add_argument("--dir", required=True)
+    t.add_argument("--reps", type=int, default=30)
+    t.add_argument("--warmup", type=int, default=5)
+    t.add_argument("--problems", default="")
+    t.add_argument("--no-compile", action="store_true")
+    r = sub.add_parser("report")
+    r.add_argument("--dir", required=True)
+    r.add_argument("--out", required=True)
+    a = ap.parse_args()
+    if a.cmd == "torch":
+        if a.reps < 30:
+            sys.exit("bench.py: --reps must be at least 30 (issue 4's method)")
+        cmd_torch(a)
+    else:
+        cmd_report(a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,9 @@
+#!/bin/sh
+# bench/emulate.sh [random cases per mode [seed]] | plans: builds bench/tc_emulate.cpp with g++ (no CUDA needed) and
+# runs the tensor-core fast paths on the CPU against float64 references. Takes a minute or two.
+set -e
+cd "$(dirname "$0")/.."
+out=${TMPDIR:-/tmp}/volua_tc_emulate
+g++ -std=c++20 -O2 -pthread -Wall -Wextra -Wno-unused-parameter -Wno-unused-function -Wno-unknown-pragmas -Isrc -Ikernels \
+  bench/tc_emulate.cpp -o "$out"
+"$out" "$@"

@@ -1,0 +1,351 @@
+// tc_emulate.cpp: runs the tensor-core fast paths (kernels/*_tc.cu) on the CPU, each block as
+// CPU threads and each warp's mma computed from its lanes' fragments (kernels/tc_prims.cuh), and
+// compares them with float64 references on small random shapes. It checks the index arithmetic,
+// fragment layouts, staging, pipelining and epilogues without a GPU; not the GPU's rounding, races
+// or speed. Build and run: bench/emulate.sh [random cases per math mode [seed]] (g++ only, no CUDA);
+// bench/emulate.sh plans prints the plans of the benchmark shapes.
+#define VOLUA_TC_EMULATE 1
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <vector>
+#include <random>
+
+#include "../kernels/conv3d_tc.cu"
+#include "../kernels/conv_transpose3d_tc.cu"
+#include "../kernels/conv3d_gn_mean_tc.cu"
+
+thread_local tc_emu_thread tc_emu;
+volua_tc::Env volua_tc::tc_emu_env = {2, 232448}; // 2 "SMs": persistent blocks loop over many tiles
+
+extern "C" int volua_cuda_malloc(void **p, int64_t bytes, char *err) {
+  *p = malloc((size_t)(bytes > 0 ? bytes : 1));
+  if (!*p) {
+    snprintf(err, VOLUA_ERR_MAX, "emulate: out of memory");
+    return 1;
+  }
+  memset(*p, 0xff, (size_t)bytes); // NaN: an element a kernel reads but nobody wrote shows
+  return 0;
+}
+extern "C" void volua_cuda_free(void *p) { free(p); }
+
+static std::mt19937_64 rng(12345);
+static int64_t irand(int64_t lo, int64_t hi) { return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1)); }
+static std::vector<float> randu(int64_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v((size_t)n);
+  for (auto &x : v) x = d(rng);
+  return v;
+}
+
+// -- float64 references (groups 1, zero padding) ----
+
+static void ref_conv3d(const volua_conv3d_geom &g, const float *x, const float *w, const float *b, double *y) {
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t kD = g.kernel[0], kH = g.kernel[1], kW = g.kernel[2];
+  for (int64_t n = 0; n < g.N; n++)
+    for (int64_t co = 0; co < g.C_out; co++)
+      for (int64_t od = 0; od < OD; od++)
+        for (int64_t oh = 0; oh < OH; oh++)
+          for (int64_t ow = 0; ow < OW; ow++) {
+            double s = b ? b[co] : 0.0;
+            for (int64_t ci = 0; ci < g.C_in; ci++)
+              for (int64_t a = 0; a < kD; a++)
+                for (int64_t c = 0; c < kH; c++)
+                  for (int64_t e = 0; e < kW; e++) {
+                    const int64_t id = od * g.stride[0] - g.pad_lo[0] + a * g.dilation[0];
+                    const int64_t ih = oh * g.stride[1] - g.pad_lo[1] + c * g.dilation[1];
+                    const int64_t iw = ow * g.stride[2] - g.pad_lo[2] + e * g.dilation[2];
+                    if (id < 0 || id >= D || ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                    s += (double)x[(((n * g.C_in + ci) * D + id) * H + ih) * W + iw] *
+                         (double)w[(((co * g.C_in + ci) * kD + a) * kH + c) * kW + e];
+                  }
+            y[(((n * g.C_out + co) * OD + od) * OH + oh) * OW + ow] = s;
+          }
+}
+
+static void ref_conv_transpose3d(const volua_conv_transpose3d_geom &g, const float *x, const float *w,
+                                 const float *b, double *y) {
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t kD = g.kernel[0], kH = g.kernel[1], kW = g.kernel[2];
+  const int64_t total = g.N * g.C_out * OD * OH * OW;
+  for (int64_t i = 0; i < total; i++) y[i] = b ? b[(i / (OD * OH * OW)) % g.C_out] : 0.0;
+  for (int64_t n = 0; n < g.N; n++)
+    for (int64_t ci = 0; ci < g.C_in; ci++)
+      for (int64_t id = 0; id < D; id++)
+        for (int64_t ih = 0; ih < H; ih++)
+          for (int64_t iw = 0; iw < W; iw++) {
+            const double xv = x[(((n * g.C_in + ci) * D + id) * H + ih) * W + iw];
+            for (int64_t co = 0; co < g.C_out; co++)
+              for (int64_t a = 0; a < kD; a++)
+                for (int64_t c = 0; c < kH; c++)
+                  for (int64_t e = 0; e < kW; e++) {
+                    const int64_t od = id * g.stride[0] - g.padding[0] + a * g.dilation[0];
+                    const int64_t oh = ih * g.stride[1] - g.padding[1] + c * g.dilation[1];
+                    const int64_t ow = iw * g.stride[2] - g.padding[2] + e * g.dilation[2];
+                    if (od < 0 || od >= OD || oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                    y[(((n * g.C_out + co) * OD + od) * OH + oh) * OW + ow] +=
+                        xv * (double)w[(((ci * g.C_out + co) * kD + a) * kH + c) * kW + e];
+                  }
+          }
+}
+
+// -- comparisons ----
+
+static int failures = 0;
+
+static void compare(const char *what, const float *got, const double *want, int64_t n, double rtol, double atol) {
+  int64_t bad = 0, first = -1;
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    const double d = fabs((double)got[i] - want[i]), tol = atol + rtol * fabs(want[i]);
+    const double ratio = d / tol;
+    if (!(d <= tol)) {
+      if (first < 0) first = i;
+      bad++;
+    }
+    if (ratio > worst || ratio != ratio) worst = ratio;
+  }
+  printf("%-72s %s (worst |d|/tol %.3g", what, bad ? "FAIL" : "ok", worst);
+  if (bad) printf(", %lld bad, first at %lld: got %.8g want %.8g", (long long)bad, (long long)first, got[first], want[first]);
+  printf(")\n");
+  fflush(stdout);
+  if (bad) failures++;
+}
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  const int64_t span = in + 2 * p - d * (k - 1) - 1;
+  return span < 0 ? 0 : span / s + 1;
+}
+
+static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
+                       const int64_t pd[3], const int64_t dl[3], bool bias, volua_math_mode math) {
+  volua_conv3d_geom g;
+  memset(&g, 0, sizeof g);
+  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = 1, g.padding_mode = VOLUA_PAD_ZEROS;
+  for (int d = 0; d < 3; d++) {
+    g.in[d] = in[d], g.kernel[d] = k[d], g.stride[d] = s[d], g.pad_lo[d] = g.pad_hi[d] = pd[d], g.dilation[d] = dl[d];
+    g.out[d] = out_size(in[d], k[d], s[d], pd[d], dl[d]);
+  }
+  char what[256];
+  snprintf(what, sizeof what, "conv3d %s x(%lld,%lld,%lld,%lld,%lld) co %lld k(%lld,%lld,%lld) s(%lld,%lld,%lld) p(%lld,%lld,%lld) d(%lld,%lld,%lld)%s",
+           math == VOLUA_MATH_FP32 ? "fp32" : "tf32", (long long)N, (long long)Ci, (long long)in[0], (long long)in[1],
+           (long long)in[2], (long long)Co, (long long)k[0], (long long)k[1], (long long)k[2], (long long)s[0],
+           (long long)s[1], (long long)s[2], (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)dl[0],
+           (long long)dl[1], (long long)dl[2], bias ? " bias" : "");
+  if (g.out[0] <= 0 || g.out[1] <= 0 || g.out[2] <= 0) return;
+  auto x = randu(N * Ci * in[0] * in[1] * in[2], -1, 1);
+  auto w = randu(Co * Ci * k[0] * k[1] * k[2], -1, 1);
+  auto b = randu(Co, -1, 1);
+  const int64_t ny = N * Co * g.out[0] * g.out[1] * g.out[2];
+  std::vector<float> y((size_t)ny, NAN);
+  std::vector<double> ref((size_t)ny);
+  ref_conv3d(g, x.data(), w.data(), bias ? b.data() : NULL, ref.data());
+  char err[VOLUA_ERR_MAX] = "";
+  const int rc = volua_cuda_conv3d_tc(&g, x.data(), w.data(), bias ? b.data() : NULL, y.data(), math, NULL, err);
+  if (rc) {
+    printf("%-72s %s %s\n", what, rc == VOLUA_FAST_NOT_APPLICABLE ? "not applicable" : "ERROR", err);
+    if (rc != VOLUA_FAST_NOT_APPLICABLE) failures++;
+    return;
+  }
+  compare(what, y.data(), ref.data(), ny, math == VOLUA_MATH_FP32 ? 1e-4 : 1e-2, math == VOLUA_MATH_FP32 ? 1e-5 : 1e-2);
+}
+
+static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
+                          const int64_t pd[3], const int64_t op[3], const int64_t dl[3], bool bias, volua_math_mode math) {
+  volua_conv_transpose3d_geom g;
+  memset(&g, 0, sizeof g);
+  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = 1;
+  for (int d = 0; d < 3; d++) {
+    g.in[d] = in[d], g.kernel[d] = k[d], g.stride[d] = s[d], g.padding[d] = pd[d], g.output_padding[d] = op[d];
+    g.dilation[d] = dl[d];
+    g.out[d] = (in[d] - 1) * s[d] - 2 * pd[d] + dl[d] * (k[d] - 1) + op[d] + 1;
+  }
+  char what[256];
+  snprintf(what, sizeof what, "conv_transpose3d %s x(%lld,%lld,%lld,%lld,%lld) co %lld k(%lld,%lld,%lld) s(%lld,%lld,%lld) p(%lld,%lld,%lld) op(%lld,%lld,%lld) d(%lld,%lld,%lld)%s",
+           math == VOLUA_MATH_FP32 ? "fp32" : "tf32", (long long)N, (long long)Ci, (long long)in[0], (long long)in[1],
+           (long long)in[2], (long long)Co, (long long)k[0], (long long)k[1], (long long)k[2], (long long)s[0],
+           (long long)s[1], (long long)s[2], (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)op[0],
+           (long long)op[1], (long long)op[2], (long long)dl[0], (long long)dl[1], (long long)dl[2], bias ? " bias" : "");
+  if (g.out[0] <= 0 || g.out[1] <= 0 || g.out[2] <= 0) return;
+  auto x = randu(N * Ci * in[0] * in[1] * in[2], -1, 1);
+  auto w = randu(Ci * Co * k[0] * k[1] * k[2], -1, 1);
+  auto b = randu(Co, -1, 1);
+  const int64_t ny = N * Co * g.out[0] * g.out[1] * g.out[2];
+  std::vector<float> y((size_t)ny, NAN);
+  std::vector<double> ref((size_t)ny);
+  ref_conv_transpose3d(g, x.data(), w.data(), bias ? b.data() : NULL, ref.data());
+  char err[VOLUA_ERR_MAX] = "";
+  const int rc = volua_cuda_conv_transpose3d_tc(&g, x.data(), w.data(), bias ? b.data() : NULL, y.data(), math, NULL, err);
+  if (rc) {
+    printf("%-72s %s %s\n", what, rc == VOLUA_FAST_NOT_APPLICABLE ? "not applicable" : "ERROR", err);
+    if (rc != VOLUA_FAST_NOT_APPLICABLE) failures++;
+    return;
+  }
+  compare(what, y.data(), ref.data(), ny, math == VOLUA_MATH_FP32 ? 1e-4 : 1e-2, math == VOLUA_MATH_FP32 ? 1e-5 : 1e-2);
+}
+
+static void run_gn_mean(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const int64_t in[3], const int64_t k[3],
+                        const int64_t s[3], const int64_t pd[3], const int64_t dl[3], float offset, volua_math_mode math) {
+  volua_conv3d_gn_mean_geom g;
+  memset(&g, 0, sizeof g);
+  volua_conv3d_geom &c = g.conv;
+  c.N = N, c.C_in = Ci, c.C_out = Co, c.groups = 1, c.padding_mode = VOLUA_PAD_ZEROS;
+  for (int d = 0; d < 3; d++) {
+    c.in[d] = in[d], c.kernel[d] = k[d], c.stride[d] = s[d], c.pad_lo[d] = c.pad_hi[d] = pd[d], c.dilation[d] = dl[d];
+    c.out[d] = out_size(in[d], k[d], s[d], pd[d], dl[d]);
+  }
+  g.groups = groups;
+  g.eps = 1e-5;
+  char what[256];
+  snprintf(what, sizeof what, "conv3d_gn_mean %s x(%lld,%lld,%lld,%lld,%lld)+%g co %lld groups %lld k(%lld,%lld,%lld) s%lld p%lld d%lld",
+           math == VOLUA_MATH_FP32 ? "fp32" : "tf32", (long long)N, (long long)Ci, (long long)in[0], (long long)in[1],
+           (long long)in[2], offset, (long long)Co, (long long)groups, (long long)k[0], (long long)k[1], (long long)k[2],
+           (long long)s[0], (long long)pd[0], (long long)dl[0]);
+  if (c.out[0] <= 0 || c.out[1] <= 0 || c.out[2] <= 0) return;
+  auto x = randu(N * Ci * in[0] * in[1] * in[2], 0, 1);
+  for (auto &v : x) v += offset;
+  auto w = randu(Co * Ci * k[0] * k[1] * k[2], -0.3f, 0.3f);
+  auto b = randu(Co, -1, 1), gw = randu(Co, -1, 1), gb = randu(Co, -1, 1);
+  // reference: the conv in double, then the group_norm mean exactly as PyTorch defines it
+  const int64_t S = c.out[0] * c.out[1] * c.out[2];
+  std::vector<double> z((size_t)(N * Co * S)), ref((size_t)N);
+  ref_conv3d(c, x.data(), w.data(), b.data(), z.data());
+  const int64_t cpg = Co / groups;
+  for (int64_t n = 0; n < N; n++) {
+    double total = 0.0;
+    for (int64_t gr = 0; gr < groups; gr++) {
+      double mu = 0.0, var = 0.0;
+      const double *zg = z.data() + (n * Co + gr * cpg) * S;
+      for (int64_t i = 0; i < cpg * S; i++) mu += zg[i];
+      mu /= (double)(cpg * S);
+      for (int64_t i = 0; i < cpg * S; i++) var += (zg[i] - mu) * (zg[i] - mu);
+      var /= (double)(cpg * S);
+      for (int64_t cc = 0; cc < cpg; cc++)
+        for (int64_t i = 0; i < S; i++)
+          total += (zg[cc * S + i] - mu) / sqrt(var + 1e-5) * gw[gr * cpg + cc] + gb[gr * cpg + cc];
+    }
+    ref[(size_t)n] = total / (double)(Co * S);
+  }
+  std::vector<float> y((size_t)N, NAN);
+  char err[VOLUA_ERR_MAX] = "";
+  const int rc = volua_cuda_conv3d_gn_mean_tc(&g, x.data(), w.data(), b.data(), gw.data(), gb.data(), y.data(), math,
+                                              NULL, err);
+  if (rc) {
+    printf("%-72s %s %s\n", what, rc == VOLUA_FAST_NOT_APPLICABLE ? "not applicable" : "ERROR", err);
+    if (rc != VOLUA_FAST_NOT_APPLICABLE) failures++;
+    return;
+  }
+  compare(what, y.data(), ref.data(), N, math == VOLUA_MATH_FP32 ? 1e-4 : 1e-2, math == VOLUA_MATH_FP32 ? 1e-5 : 1e-2);
+}
+
+// `tc_emulate plans`: the plan (variant, chunks, shared memory) the fast paths pick for the
+// benchmark shapes on an H100/H200 (232448 B of shared memory per block), without running them.
+static void print_plan(const char *name, volua_tc::Params p, int epi, bool split) {
+  using namespace volua_tc;
+  Env env = tc_emu_env;
+  const int ok = epi == EPI_STATS ? tc_plan(p, (int)tc_cdiv(p.C_out, 8), split, epi, env) : tc_plan_store(p, split, epi, env);
+  if (!ok) {
+    printf("%-8s %s: not applicable\n", name, split ? "fp32" : "tf32");
+    return;
+  }
+  const int64_t hmma = p.ntiles * p.co_blocks * (TC_BM / 16) * (p.BN / 8) * (int64_t)p.ksteps * p.nchunks * (split ? 3 : 1);
+  printf("%-8s %s: BN %d, %d chunk(s) of %d channels, %d k-steps/chunk, %lld tiles x %d channel blocks, smem %zu B, "
+         "%.1f M mma\n", name, split ? "fp32" : "tf32", p.BN, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles,
+         p.co_blocks, p.smem, (double)hmma / 1e6);
+}
+
+static void plans(void) {
+  using namespace volua_tc;
+  for (int split = 1; split >= 0; split--) {
+    volua_conv3d_geom g;
+    memset(&g, 0, sizeof g);
+    const int64_t shapes[2][5] = {{16, 3, 64, 64, 64}, {8, 3, 16, 128, 128}};
+    const char *names[2] = {"L1-60", "L1-66"};
+    for (int i = 0; i < 2; i++) {
+      g.N = shapes[i][0], g.C_in = 3, g.C_out = 64, g.groups = 1;
+      const int64_t k[3] = {3, 5, 7};
+      for (int d = 0; d < 3; d++) {
+        g.in[d] = shapes[i][2 + d], g.kernel[d] = k[d], g.stride[d] = 1, g.dilation[d] = 1;
+        g.out[d] = g.in[d] - k[d] + 1;
+      }
+      Params p;
+      memset(&p, 0, sizeof p);
+      conv3d_params(&g, p);
+      print_plan(names[i], p, EPI_STORE, split);
+    }
+    { // L1-77: its one live phase (1, 1, 1)
+      Params p;
+      memset(&p, 0, sizeof p);
+      p.N = 16, p.C_in = 32, p.C_out = 64;
+      const int64_t in[3] = {16, 32, 32}, Q[3] = {16, 32, 32};
+      for (int d = 0; d < 3; d++) {
+        p.in[d] = in[d], p.Q[d] = Q[d], p.istride[d] = 1, p.ipad[d] = 1, p.idil[d] = 1, p.taps[d] = 3;
+        p.out[d] = 2 * Q[d] + 1, p.ostep[d] = 2, p.oofs[d] = 1;
+      }
+      print_plan("L1-77", p, EPI_WBOX, split);
+    }
+    { // L2-23
+      g.N = 128, g.C_in = 3, g.C_out = 24;
+      const int64_t in[3] = {24, 32, 32};
+      for (int d = 0; d < 3; d++) {
+        g.in[d] = in[d], g.kernel[d] = 3, g.stride[d] = 1, g.dilation[d] = 1;
+        g.out[d] = in[d] - 2;
+      }
+      Params p;
+      memset(&p, 0, sizeof p);
+      conv3d_params(&g, p);
+      print_plan("L2-23", p, EPI_STATS, split);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "plans") == 0) {
+    plans();
+    return 0;
+  }
+  const int random_cases = argc > 1 ? atoi(argv[1]) : 6;
+  if (argc > 2) rng.seed((uint64_t)atoll(argv[2])); // a second argument: the seed of the random cases
+  const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};
+  for (volua_math_mode m : modes) {
+    { // the benchmark shapes, reduced
+      const int64_t in[3] = {5, 9, 70}, k[3] = {3, 5, 7}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+      run_conv3d(1, 3, 64, in, k, s, p, d, false, m); // L1-60/66-like: 64 channels, OW 64
+    }
+    {
+      const int64_t in[3] = {4, 5, 9}, k[3] = {3, 3, 3}, s[3] = {2, 2, 2}, p[3] = {1, 1, 1}, op[3] = {0, 0, 0}, d[3] = {2, 2, 2};
+      run_transpose(2, 32, 40, in, k, s, p, op, d, false, m); // L1-77-like: 4 chunks of C_in, W box
+    }
+    {
+      const int64_t in[3] = {6, 8, 9}, k[3] = {3, 3, 3}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+      run_gn_mean(3, 3, 24, 8, in, k, s, p, d, 0.0f, m); // L2-23-like
+      run_gn_mean(2, 2, 12, 3, in, k, s, p, d, 50.0f, m); // a large mean
+    }
+    { // variant and chunking paths: L1-66-like rows (64 channels in two blocks of 32), C_in in chunks,
+      // two channel blocks of 64, a transposed conv with two live W phases (GEMMs + fill)
+      const int64_t in[3] = {3, 6, 128}, k[3] = {3, 5, 7}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+      run_conv3d(1, 3, 64, in, k, s, p, d, true, m);
+      const int64_t in2[3] = {4, 5, 6}, k2[3] = {3, 3, 3}, p2[3] = {1, 1, 1};
+      run_conv3d(1, 70, 16, in2, k2, s, p2, d, false, m);
+      run_conv3d(1, 4, 130, in2, k2, s, p2, d, true, m);
+      const int64_t s3[3] = {2, 2, 2}, op3[3] = {1, 0, 1};
+      run_transpose(1, 6, 20, in2, k2, s3, p2, op3, d, true, m);
+    }
+    for (int i = 0; i < random_cases; i++) {
+      int64_t in[3], k[3], s[3], p[3], d[3], op[3];
+      for (int j = 0; j < 3; j++) {
+        in[j] = irand(1, 9), k[j] = irand(1, 4), s[j] = irand(1, 3), d[j] = irand(1, 3), p[j] = irand(0, 2);
+        op[j] = irand(0, (s[j] > d[j] ? s[j] : d[j]) - 1);
+      }
+      run_conv3d(irand(1, 2), irand(1, 5), irand(1, 70), in, k, s, p, d, irand(0, 1), m);
+      run_transpose(irand(1, 2), irand(1, 5), irand(1, 40), in, k, s, p, op, d, irand(0, 1), m);
+      const int64_t groups = irand(1, 4);
+      run_gn_mean(irand(1, 3), irand(1, 3), groups * irand(1, 32 / groups), groups, in, k, s, p, d,
+                  irand(0, 1) ? 0.0f : 20.0f, m);
+    }
+  }
+  printf("%d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,158 @@
+// conv_transpose3d_tc.cu: conv_transpose3d on tensor cores for groups 1, phase by phase. Output o
+// (per dim) receives input i through tap k when o = i*stride - padding + k*dilation; the outputs of
+// one phase o = stride*q + c see a fixed set of taps (k*dilation = c + padding mod stride), an
+// ordinary convolution over q that tc_core.cuh computes as an implicit GEMM. Phases with no taps
+// (with stride 2 and dilation 2, every even o) are bias or zero: written by a plain fill, or, when
+// W has a single live phase, by the GEMM itself (whole rows at once, EPI_WBOX).
+#include "tc_core.cuh"
+
+using namespace volua_tc;
+
+// Transposed convolution: bias (or 0) at every output no phase GEMM writes. A row (n, co, od, oh)
+// is dead when its od or oh phase has no taps; in a live row the columns whose phase has none are
+// dead too, unless the GEMM wrote whole rows (EPI_WBOX: skip_live_rows). One warp per row.
+TC_GLOBAL void tc_fill_kernel(float *y, const float *bias, int64_t rows, int64_t C_out, int64_t OD,
+                              int64_t OH, int64_t OW, int64_t sd, int64_t sh, int64_t sw,
+                              unsigned long long live_d, unsigned long long live_h,
+                              unsigned long long live_w, int skip_live_rows) {
+  const int lane = threadIdx.x & 31;
+  const int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
+  for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += nw) {
+    const int64_t oh = r % OH, t = r / OH, od = t % OD, co = (t / OD) % C_out;
+    const bool live = ((live_d >> (od % sd)) & 1) && ((live_h >> (oh % sh)) & 1);
+    if (live && skip_live_rows) continue;
+    const float v = bias ? __ldg(bias + co) : 0.0f;
+    float *row = y + r * OW;
+    for (int64_t ow = lane; ow < OW; ow += 32)
+      if (!live || !((live_w >> (ow % sw)) & 1)) row[ow] = v;
+  }
+}
+
+// One phase c of one dim: its output count Q, its taps (from kfirst down by kstep) and where they
+// read: i = q - ipad + j*idil.
+typedef struct phase {
+  int64_t Q, taps, ipad, idil, kfirst, kstep;
+  int live; /* has taps and outputs */
+} phase;
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    const int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static void phase_of(int64_t out, int64_t kernel, int64_t stride, int64_t pad, int64_t dil, int64_t c, phase *ph) {
+  memset(ph, 0, sizeof *ph);
+  ph->Q = c < out ? (out - c + stride - 1) / stride : 0;
+  int64_t kmax = -1;
+  for (int64_t k = kernel - 1; k >= 0; k--)
+    if (((c + pad - k * dil) % stride + stride) % stride == 0) {
+      if (kmax < 0) kmax = k;
+      ph->taps++;
+    }
+  ph->live = ph->taps > 0 && ph->Q > 0;
+  if (!ph->live) return;
+  const int64_t gg = gcd64(stride, dil);
+  ph->kfirst = kmax;
+  ph->kstep = -(stride / gg);
+  ph->ipad = -((c + pad - kmax * dil) / stride); /* exact: stride divides it */
+  ph->idil = dil / gg;
+}
+
+#define MAX_PHASES 512
+
+extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
+                                              const float *b, float *y, volua_math_mode math, cudaStream_t s,
+                                              char *err) {
+  const char *op = "conv_transpose3d";
+  if (tc_fast_disabled() || g->groups != 1) return VOLUA_FAST_NOT_APPLICABLE;
+  if (g->N <= 0 || g->C_in <= 0 || g->C_out <= 0 || g->out[0] <= 0 || g->out[1] <= 0 || g->out[2] <= 0)
+    return VOLUA_FAST_NOT_APPLICABLE;
+  for (int d = 0; d < 3; d++)
+    if (g->stride[d] < 1 || g->stride[d] > 64 || g->dilation[d] < 1) return VOLUA_FAST_NOT_APPLICABLE;
+  Env env;
+  if (tc_get_env(&env, op, err)) return 1;
+
+  // -- phases per dim ----
+  static phase ph[3][64];
+  unsigned long long live[3] = {0, 0, 0};
+  int nlive[3] = {0, 0, 0}, dead[3] = {0, 0, 0};
+  for (int d = 0; d < 3; d++)
+    for (int64_t c = 0; c < g->stride[d]; c++) {
+      phase_of(g->out[d], g->kernel[d], g->stride[d], g->padding[d], g->dilation[d], c, &ph[d][c]);
+      if (ph[d][c].live) {
+        live[d] |= 1ull << c;
+        nlive[d]++;
+      } else if (ph[d][c].Q > 0) {
+        dead[d] = 1;
+      }
+    }
+  const int wbox = nlive[2] == 1;
+  const int epi = wbox ? EPI_WBOX : EPI_STORE;
+  const int need_fill = dead[0] || dead[1] || (!wbox && dead[2]);
+  if ((int64_t)nlive[0] * nlive[1] * nlive[2] > MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
+
+  // -- plan every live phase before launching anything (a phase that does not fit: not applicable) ----
+  static Params plans[MAX_PHASES];
+  static WeightMap maps[MAX_PHASES];
+  int nplans = 0;
+  const int64_t kvol = g->kernel[0] * g->kernel[1] * g->kernel[2];
+  for (int64_t cd = 0; cd < g->stride[0]; cd++)
+    for (int64_t ch = 0; ch < g->stride[1]; ch++)
+      for (int64_t cw = 0; cw < g->stride[2]; cw++) {
+        const phase *f[3] = {&ph[0][cd], &ph[1][ch], &ph[2][cw]};
+        if (!f[0]->live || !f[1]->live || !f[2]->live) continue;
+        const int64_t c3[3] = {cd, ch, cw};
+        Params &p = plans[nplans];
+        memset(&p, 0, sizeof p);
+        p.x = x;
+        p.bias = b;
+        p.y = y;
+        p.N = g->N;
+        p.C_in = g->C_in;
+        p.C_out = g->C_out;
+        WeightMap &m = maps[nplans];
+        m.w = w;
+        m.w_co = kvol;             /* weight (C_in, C_out, kD, kH, kW) */
+        m.w_ci = g->C_out * kvol;
+        for (int d = 0; d < 3; d++) {
+          p.in[d] = g->in[d];
+          p.Q[d] = f[d]->Q;
+          p.istride[d] = 1;
+          p.ipad[d] = f[d]->ipad;
+          p.idil[d] = f[d]->idil;
+          p.taps[d] = f[d]->taps;
+          p.out[d] = g->out[d];
+          p.ostep[d] = g->stride[d];
+          p.oofs[d] = c3[d];
+          m.kdim[d] = g->kernel[d];
+          m.kfirst[d] = f[d]->kfirst;
+          m.kstep[d] = f[d]->kstep;
+        }
+        if (!tc_plan_store(p, math == VOLUA_MATH_FP32, epi, env)) return VOLUA_FAST_NOT_APPLICABLE;
+        nplans++;
+      }
+
+  // -- the phases' GEMMs, then the outputs no tap reaches ----
+  for (int i = 0; i < nplans; i++) {
+    float *wprep = NULL;
+    if (tc_prep_weights(plans[i], maps[i], &wprep, s, op, err)) return 1;
+    plans[i].wprep = wprep;
+    const int rc = tc_launch_store(plans[i], env, epi, s, op, err);
+    volua_cuda_free(wprep);
+    if (rc) return rc;
+  }
+  if (need_fill) {
+    const int64_t rows = g->N * g->C_out * g->out[0] * g->out[1];
+    int64_t blocks = tc_cdiv(rows, 8); /* 8 warps of 32 per block */
+    if (blocks > (int64_t)env.sms * 32) blocks = (int64_t)env.sms * 32;
+    TC_LAUNCH(tc_fill_kernel, (unsigned)blocks, 256, 0, s, y, b, rows, g->C_out, g->out[0], g->out[1],
+              g->out[2], g->stride[0], g->stride[1], g->stride[2], live[0], live[1], live[2], wbox);
+    TC_CHECK_LAUNCH();
+  }
+  volua_cuda_fast_note_call();
+  return 0;
+}

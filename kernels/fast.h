@@ -1,0 +1,58 @@
+/* fast.h: the tensor-core fast paths (kernels/..._tc.cu). Each takes the same arguments as the simple
+ * entry of kernels.h and returns 0, a CUDA error code with a message in err, or
+ * VOLUA_FAST_NOT_APPLICABLE (nothing launched, err untouched) when the geometry is outside what
+ * it covers: the simple entry tries it first and falls back on that value.
+ * VOLUA_FAST=0 in the environment makes every fast path not applicable (for comparisons). */
+#ifndef VOLUA_KERNELS_FAST_H
+#define VOLUA_KERNELS_FAST_H
+
+#include <stdint.h>
+#ifndef VOLUA_TC_EMULATE
+#include <cuda_runtime_api.h>
+#else
+typedef void *cudaStream_t;
+#endif
+#include "../src/op_params.h"
+
+#define VOLUA_FAST_NOT_APPLICABLE (-1)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* conv3d_tc.cu: groups 1, padding_mode "zeros", any stride, dilation, padding. */
+int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                         float *y, volua_math_mode math, cudaStream_t s, char *err);
+/* conv_transpose3d_tc.cu: groups 1, strides up to 64; phase-decomposed (only taps that land). */
+int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
+                                   const float *b, float *y, volua_math_mode math, cudaStream_t s,
+                                   char *err);
+/* conv3d_gn_mean_tc.cu: conv groups 1, padding_mode "zeros", at most 32 conv out channels,
+ * N <= 65535; the conv output never goes to device memory. */
+int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
+                                 const float *cb, const float *gw, const float *gb, float *y,
+                                 volua_math_mode math, cudaStream_t s, char *err);
+
+/* Calls served by a fast path since start (specs check that a shape took it). */
+int64_t volua_cuda_fast_calls(void);
+/* conv3d_tc.cu: counts one served call (used by the three fast paths). */
+void volua_cuda_fast_note_call(void);
+
+/* bench_timer.cu: CUDA events on volua's stream and an L2 flush, for vol.bench (src/lua_bench.c). */
+typedef struct volua_cuda_timer volua_cuda_timer;
+int volua_cuda_timer_create(volua_cuda_timer **t, char *err);
+void volua_cuda_timer_destroy(volua_cuda_timer *t);
+int volua_cuda_timer_start(volua_cuda_timer *t, char *err);
+/* Records the stop event, waits for it and gives the time since the start event. */
+int volua_cuda_timer_stop(volua_cuda_timer *t, float *ms, char *err);
+int volua_cuda_flush(void *buf, int64_t bytes, int value, char *err);
+
+/* The caching allocator of src/cuda.c (also declared by kernels.h). */
+int volua_cuda_malloc(void **p, int64_t bytes, char *err);
+void volua_cuda_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

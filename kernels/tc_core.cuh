@@ -1,0 +1,621 @@
+// tc_core.cuh: the tensor-core implicit GEMM shared by conv3d_tc.cu, conv_transpose3d_tc.cu and
+// conv3d_gn_mean_tc.cu (one machine for three op families, so it lives in a header rather than in
+// one family's .cu). Read bench/NOTES.md for the design and the numbers behind it.
+//
+// The GEMM. For one sample n, a grid of positions q = (qd, qh, qw) reads the input at
+//     i = q * istride - ipad + j * idil        (per dim, tap j < taps)
+// and writes output o = q * ostep + oofs. conv3d is istride = stride, ipad = pad, ostep = 1; one
+// phase (parity class) of a transposed convolution is istride = 1 and ostep = stride. Rows M are
+// positions, columns N output channels, K = (input channel, tap). A block takes BM = 256 consecutive
+// positions of one (n, qd) plane (flattened qh*Q2 + qw, so nothing is wasted on row ends) and BN
+// channels; it stages the input patch those positions read into shared memory (cp.async, zeros for
+// padding) and multiplies it, through a table of K offsets, against weights a small kernel has laid
+// out in fragment order. mma.sync m16n8k8 TF32: math "tf32" is one product; math "fp32" splits
+// each operand into big = tf32(v) and small = tf32(v - big) and adds big*small + small*big into a
+// second accumulator (the tensor core truncates its sums; keeping the small terms apart keeps the
+// result as accurate as an FMA loop: bench/NOTES.md has the simulation). Blocks are persistent and
+// double-buffer the next (tile, channel chunk) while computing the current one.
+#ifndef VOLUA_KERNELS_TC_CORE_CUH
+#define VOLUA_KERNELS_TC_CORE_CUH
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#include "tc_prims.cuh"
+#include "fast.h"
+#ifndef VOLUA_TC_EMULATE
+#include "common.cuh"
+#define TC_CHECK(expr) CUDA_CHECK(expr)
+#define TC_CHECK_LAUNCH() CUDA_CHECK_LAUNCH()
+// After a launch whose scratch must be freed on failure: 0, or the error recorded in err.
+static inline int tc_launch_failed(const char *op, char *err) {
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : volua_kernel_error(err, op, e, "kernel launch", __FILE__, __LINE__);
+}
+#else
+#define TC_CHECK(expr) (void)(expr)
+#define TC_CHECK_LAUNCH() (void)0
+static inline int tc_launch_failed(const char *, char *) { return 0; }
+#endif
+
+namespace volua_tc {
+
+enum { EPI_STORE = 0, EPI_WBOX = 1, EPI_STATS = 2 };
+
+// Rows of a warp: WM m16 tiles; a block has TC_WARPS warps stacked along M: BM = 256.
+#define TC_WM 2
+#define TC_WARPS 8
+#define TC_BM (TC_WARPS * TC_WM * 16)
+
+// Where the weight of (co, ci, tap j) is: w[co*w_co + ci*w_ci + (k0*kdim1 + k1)*kdim2 + k2] with
+// k = kfirst + j*kstep per dim (conv3d: kfirst 0, kstep 1; a transposed phase walks its taps).
+struct WeightMap {
+  const float *w;
+  int64_t w_co, w_ci;
+  int64_t kdim[3], kfirst[3], kstep[3];
+};
+
+struct Params {
+  const float *x, *wprep, *bias;
+  float *y;
+  double *partials; // EPI_STATS: (N, parts, C_out, 2) sums of v and v*v
+  int64_t N, C_in, C_out, in[3];
+  int64_t Q[3], istride[3], ipad[3], idil[3], taps[3];
+  int64_t out[3], ostep[3], oofs[3];
+  // the plan (tc_plan)
+  int BN, E, ci_chunk, nchunks, ksteps, co_blocks, parts;
+  int64_t plane, tiles_per_plane, tiles_per_n, ntiles;
+  int prow, wp, pitch_w, pitch_d, pitch_c, patch_floats, zero_floats, buf_floats, w_floats;
+  int kofs_bytes, stats_bytes;
+  size_t smem;
+};
+
+// -- device side ----
+
+TC_DEVICE float tc_float(uint32_t u) { return __uint_as_float(u); }
+
+// Tile T -> sample n, plane qd and first position p0 of the plane.
+TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, int64_t &p0) {
+  const int64_t pt = T % p.tiles_per_plane, r = T / p.tiles_per_plane;
+  qd = r % p.Q[0];
+  n = r / p.Q[0];
+  p0 = pt * TC_BM;
+}
+
+// The input patch tile T reads for channel chunk `chunk`: per channel, taps[0] planes of `rows`
+// rows of wp columns; padding and channels past C_in become zeros.
+TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk) {
+  int64_t n, qd, p0;
+  tc_decode(p, T, n, qd, p0);
+  const int64_t Q2 = p.Q[2];
+  const int64_t plast = (p0 + TC_BM < p.plane ? p0 + TC_BM : p.plane) - 1;
+  const int64_t qh0 = p0 / Q2, qh1 = plast / Q2;
+  const int rows = (int)((qh1 - qh0) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1);
+  const int64_t ih0 = qh0 * p.istride[1] - p.ipad[1], id0 = qd * p.istride[0] - p.ipad[0];
+  const int per_ci = (int)p.taps[0] * rows, nrows = p.ci_chunk * per_ci;
+  const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  for (int r = warp; r < nrows; r += nwarps) {
+    const int cil = r / per_ci, rem = r - cil * per_ci, jd = rem / rows, row = rem - jd * rows;
+    const int64_t ci = (int64_t)chunk * p.ci_chunk + cil, id = id0 + jd * p.idil[0], ih = ih0 + row;
+    const bool rowok = ci < p.C_in && id >= 0 && id < D && ih >= 0 && ih < H;
+    const float *src = rowok ? p.x + (((n * p.C_in + ci) * D + id) * H + ih) * W : p.x;
+    float *dst = buf + cil * p.pitch_c + jd * p.pitch_d + row * p.pitch_w;
+    for (int c = lane; c < p.wp; c += 32) {
+      const int64_t iw = c - p.ipad[2];
+      const bool ok = rowok && iw >= 0 && iw < W;
+      tc_cp4(dst + c, ok ? src + iw : p.x, ok);
+    }
+  }
+}
+
+TC_DEVICE void tc_stage_weights(const Params &p, float *wbuf, const float *src) {
+  for (int i = threadIdx.x; i < p.w_floats / 4; i += blockDim.x) tc_cp16(wbuf + 4 * i, src + 4 * i);
+}
+
+// One chunk of K for the warp's WM x WN tiles. ko holds, per k-step s and t = lane % 4, the byte
+// offsets in the patch of k = 8s + t and 8s + t + 4; ro the byte offsets from P0 of the thread's
+// rows g and g + 8 in the current patch buffer (32-bit sums: one IADD3 per load).
+// The A operand goes to the tensor core as raw float bits, which it truncates to TF32: math "tf32"
+// needs no conversion, and math "fp32" takes big = the truncated value and small = v - big (exact);
+// the simulation in bench/NOTES.md finds truncation as accurate as rounding here, since the
+// accumulator's own truncation dominates.
+template <int WN, bool SPLIT>
+TC_DEVICE void tc_compute(const Params &p, const char *__restrict__ P0, const int (&ro)[TC_WM][2], const float *__restrict__ Wb,
+                          const int2 *__restrict__ ko, float (&acc)[TC_WM][WN][4], float (&corr)[TC_WM][WN][4]) {
+  const int lane = threadIdx.x & 31, t = lane & 3;
+#pragma unroll 2
+  for (int s = 0; s < p.ksteps; s++) {
+    const int2 kk = ko[s * 4 + t];
+    uint32_t ab[TC_WM][4], as[TC_WM][4];
+#pragma unroll
+    for (int i = 0; i < TC_WM; i++) {
+      const float v[4] = {*reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.x)),
+                          *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.x)),
+                          *reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.y)),
+                          *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.y))};
+#pragma unroll
+      for (int r = 0; r < 4; r++) {
+        if (SPLIT) {
+          ab[i][r] = __float_as_uint(v[r]) & 0xffffe000u;
+          const float d = v[r] - __uint_as_float(ab[i][r]);
+          as[i][r] = d == d ? __float_as_uint(d) : 0u; // an infinite v has no small part (inf - inf)
+        } else {
+          ab[i][r] = __float_as_uint(v[r]);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < WN; j++) {
+      uint32_t bb[2], bs[2];
+      if (SPLIT) {
+        const float4 w4 = reinterpret_cast<const float4 *>(Wb)[(s * WN + j) * 32 + lane];
+        bb[0] = __float_as_uint(w4.x), bb[1] = __float_as_uint(w4.y);
+        bs[0] = __float_as_uint(w4.z), bs[1] = __float_as_uint(w4.w);
+      } else {
+        const float2 w2 = reinterpret_cast<const float2 *>(Wb)[(s * WN + j) * 32 + lane];
+        bb[0] = __float_as_uint(w2.x), bb[1] = __float_as_uint(w2.y);
+      }
+#pragma unroll
+      for (int i = 0; i < TC_WM; i++) {
+        tc_mma(acc[i][j], ab[i], bb);
+        if (SPLIT) {
+          tc_mma(corr[i][j], ab[i], bs);
+          tc_mma(corr[i][j], as[i], bb);
+        }
+      }
+    }
+  }
+}
+
+// The persistent kernel. EPI_STORE writes y at each position; EPI_WBOX also writes bias (or 0)
+// at the output columns between this phase's columns (a transposed convolution whose W dim has
+// one live phase: every row it touches is then written whole, in one pass); EPI_STATS writes
+// nothing per position but sums v and v*v per channel (double) for the fused group_norm mean:
+// block (part, n) takes the tiles part, part + parts, ... of sample n.
+template <int WN, bool SPLIT, int EPI>
+TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32) tc_conv_kernel(const Params p) {
+  TC_SMEM_DECL(smem);
+  constexpr int BN = WN * 8;
+  int *kot = reinterpret_cast<int *>(smem);
+  float *wb0 = reinterpret_cast<float *>(smem + p.kofs_bytes);
+  float *wb1 = wb0 + (p.nchunks > 1 ? p.w_floats : 0);
+  float *pb0 = wb0 + (p.nchunks > 1 ? 2 : 1) * p.w_floats;
+  float *pb1 = pb0 + p.buf_floats;
+  double *red = reinterpret_cast<double *>(pb1 + p.buf_floats); // EPI_STATS: TC_WARPS x BN x 2
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+
+  // -- tables: K offsets into the patch (the padded tail of K reads the zero region) ----
+  const int tv = (int)(p.taps[0] * p.taps[1] * p.taps[2]), kvalid = p.ci_chunk * tv;
+  for (int k = tid; k < p.ksteps * 8; k += blockDim.x) {
+    int v = p.patch_floats;
+    if (k < kvalid) {
+      const int cil = k / tv, tap = k - cil * tv, t12 = (int)(p.taps[1] * p.taps[2]);
+      const int jd = tap / t12, jh = (tap - jd * t12) / (int)p.taps[2], jw = tap - jd * t12 - jh * (int)p.taps[2];
+      v = cil * p.pitch_c + jd * p.pitch_d + jh * (int)p.idil[1] * p.pitch_w + jw * (int)p.idil[2];
+    }
+    v *= (int)sizeof(float); // bytes
+    kot[((k >> 3) * 4 + (k & 3)) * 2 + ((k >> 2) & 1)] = v;
+  }
+  for (int i = tid; i < p.zero_floats; i += blockDim.x) pb0[p.patch_floats + i] = pb1[p.patch_floats + i] = 0.0f;
+
+  // -- this block's tiles ----
+  int cb;
+  int64_t T0, Tstep, Tend, nst = 0;
+  if (EPI == EPI_STATS) {
+    cb = 0;
+    nst = blockIdx.y;
+    T0 = nst * p.tiles_per_n + blockIdx.x;
+    Tstep = gridDim.x;
+    Tend = (nst + 1) * p.tiles_per_n;
+  } else {
+    cb = (int)(blockIdx.x % p.co_blocks);
+    T0 = blockIdx.x / p.co_blocks;
+    Tstep = gridDim.x / p.co_blocks;
+    Tend = p.ntiles;
+  }
+  const int64_t ntiles_mine = T0 < Tend ? (Tend - T0 + Tstep - 1) / Tstep : 0;
+  const int64_t nitems = ntiles_mine * p.nchunks;
+  const float *wsrc = p.wprep + (int64_t)cb * p.nchunks * p.w_floats;
+
+  if (nitems > 0) { // item 0: chunk 0 of the weights (all of them when nchunks == 1) and its patch
+    tc_stage_weights(p, wb0, wsrc);
+    tc_stage_patch(p, pb0, T0, 0);
+  }
+  tc_commit();
+
+  float acc[TC_WM][WN][4], corr[TC_WM][WN][4];
+  double dsum[WN][2], dsq[WN][2];
+#pragma unroll
+  for (int j = 0; j < WN; j++) dsum[j][0] = dsum[j][1] = dsq[j][0] = dsq[j][1] = 0.0;
+
+  for (int64_t it = 0; it < nitems; it++) {
+    const int c = (int)(it % p.nchunks);
+    const int64_t T = T0 + (it / p.nchunks) * Tstep;
+    if (it + 1 < nitems) { // stage the next item into the other buffers
+      const int cn = (int)((it + 1) % p.nchunks);
+      const int64_t Tn = T0 + ((it + 1) / p.nchunks) * Tstep;
+      if (p.nchunks > 1) tc_stage_weights(p, ((it + 1) & 1) ? wb1 : wb0, wsrc + (int64_t)cn * p.w_floats);
+      tc_stage_patch(p, ((it + 1) & 1) ? pb1 : pb0, Tn, cn);
+      tc_commit();
+      tc_wait<1>();
+    } else {
+      tc_wait<0>();
+    }
+    TC_SYNC();
+
+    if (c == 0) {
+#pragma unroll
+      for (int i = 0; i < TC_WM; i++)
+#pragma unroll
+        for (int j = 0; j < WN; j++)
+#pragma unroll
+          for (int r = 0; r < 4; r++) acc[i][j][r] = corr[i][j][r] = 0.0f;
+    }
+    int64_t n, qd, p0;
+    tc_decode(p, T, n, qd, p0);
+    const int64_t Q2 = p.Q[2];
+    const int64_t plast = (p0 + TC_BM < p.plane ? p0 + TC_BM : p.plane) - 1, qh0 = p0 / Q2;
+    const int buf_off = (it & 1) ? p.buf_floats : 0;
+    int ro[TC_WM][2];
+#pragma unroll
+    for (int i = 0; i < TC_WM; i++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        int64_t pos = p0 + warp * TC_WM * 16 + i * 16 + g + 8 * h;
+        if (pos > plast) pos = plast; // computed, never stored
+        const int64_t qh = pos / Q2, qw = pos - qh * Q2;
+        ro[i][h] = (buf_off + (int)((qh - qh0) * p.istride[1]) * p.pitch_w + (int)(qw * p.istride[2])) * 4;
+      }
+    tc_compute<WN, SPLIT>(p, reinterpret_cast<const char *>(pb0), ro, (p.nchunks > 1 && (it & 1)) ? wb1 : wb0,
+                          reinterpret_cast<const int2 *>(kot), acc, corr);
+
+    if (c == p.nchunks - 1) { // -- epilogue ----
+      const int64_t ovol = p.out[0] * p.out[1] * p.out[2], od = qd * p.ostep[0] + p.oofs[0];
+#pragma unroll
+      for (int i = 0; i < TC_WM; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int64_t pos = p0 + warp * TC_WM * 16 + i * 16 + g + 8 * h;
+          if (pos >= p.plane) continue;
+          const int64_t qh = pos / Q2, qw = pos - qh * Q2;
+          const int64_t oh = qh * p.ostep[1] + p.oofs[1], ow = qw * p.ostep[2] + p.oofs[2];
+          const int64_t rowoff = (od * p.out[1] + oh) * p.out[2];
+#pragma unroll
+          for (int j = 0; j < WN; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+              const int64_t co = (int64_t)cb * BN + j * 8 + 2 * t + e;
+              if (co >= p.C_out) continue;
+              const float bv = p.bias ? __ldg(p.bias + co) : 0.0f;
+              float v = acc[i][j][2 * h + e];
+              if (SPLIT) v += corr[i][j][2 * h + e];
+              v += bv;
+              if (EPI == EPI_STATS) {
+                dsum[j][e] += (double)v;
+                dsq[j][e] += (double)v * (double)v;
+              } else {
+                float *yr = p.y + (n * p.C_out + co) * ovol + rowoff;
+                if (EPI == EPI_WBOX) {
+                  const int64_t lo = qw == 0 ? 0 : ow, hi = qw == Q2 - 1 ? p.out[2] : ow + p.ostep[2];
+                  for (int64_t o = lo; o < hi; o++) yr[o] = o == ow ? v : bv;
+                } else {
+                  yr[ow] = v;
+                }
+              }
+            }
+        }
+    }
+    TC_SYNC(); // the next iteration stages item it + 2 into the buffers this item read
+  }
+
+  if (EPI == EPI_STATS) { // -- per-channel sums of this block, in a fixed order ----
+#pragma unroll
+    for (int j = 0; j < WN; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++)
+#pragma unroll
+        for (int m = 4; m < 32; m <<= 1) {
+          dsum[j][e] += tc_shfl_xor(dsum[j][e], m);
+          dsq[j][e] += tc_shfl_xor(dsq[j][e], m);
+        }
+    if (g == 0) {
+#pragma unroll
+      for (int j = 0; j < WN; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          red[(warp * BN + j * 8 + 2 * t + e) * 2 + 0] = dsum[j][e];
+          red[(warp * BN + j * 8 + 2 * t + e) * 2 + 1] = dsq[j][e];
+        }
+    }
+    TC_SYNC();
+    if (tid < p.C_out) {
+      double s1 = 0.0, s2 = 0.0;
+      for (int w = 0; w < TC_WARPS; w++) {
+        s1 += red[(w * BN + tid) * 2 + 0];
+        s2 += red[(w * BN + tid) * 2 + 1];
+      }
+      double *out = p.partials + ((nst * p.parts + blockIdx.x) * p.C_out + tid) * 2;
+      out[0] = s1;
+      out[1] = s2;
+    }
+  }
+}
+
+// Weights -> the fragment order tc_compute reads: for (co block, chunk, k-step, n tile, lane) the
+// B fragment's two values b0 = W[co][k], b1 = W[co][k + 4] (co = 8*tile + lane/4, k = 8*step +
+// lane%4) as TF32, followed in math "fp32" by their small parts. Zeros pad K, C_in and C_out.
+TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) {
+  const int NT = p.BN / 8, E = p.E;
+  const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)blockDim.x * gridDim.x) {
+    int64_t r = i / E;
+    const int e = (int)(i - r * E);
+    const int lane = (int)(r % 32);
+    r /= 32;
+    const int nt = (int)(r % NT);
+    r /= NT;
+    const int s = (int)(r % p.ksteps);
+    r /= p.ksteps;
+    const int c = (int)(r % p.nchunks);
+    const int64_t cb = r / p.nchunks;
+    const int64_t k = (int64_t)s * 8 + (lane & 3) + ((e & 1) ? 4 : 0);
+    const int64_t co = cb * p.BN + nt * 8 + (lane >> 2);
+    const int64_t cil = k / tv, tap = k - cil * tv, ci = (int64_t)c * p.ci_chunk + cil;
+    float v = 0.0f;
+    if (k < p.ci_chunk * tv && ci < p.C_in && co < p.C_out) {
+      const int64_t t12 = p.taps[1] * p.taps[2], jd = tap / t12, jh = (tap - jd * t12) / p.taps[2];
+      const int64_t jw = tap - jd * t12 - jh * p.taps[2];
+      const int64_t kd = m.kfirst[0] + jd * m.kstep[0], kh = m.kfirst[1] + jh * m.kstep[1];
+      const int64_t kw = m.kfirst[2] + jw * m.kstep[2];
+      v = __ldg(m.w + co * m.w_co + ci * m.w_ci + (kd * m.kdim[1] + kh) * m.kdim[2] + kw);
+    }
+    const uint32_t big = tc_tf32(v);
+    uint32_t o = big;
+    if (E == 4 && e >= 2) o = tc_tf32(fabsf(v) < INFINITY ? v - tc_float(big) : 0.0f);
+    out[i] = tc_float(o);
+  }
+}
+
+// -- host side: plan and launch ----
+
+struct Env {
+  int sms;        // multiprocessors
+  int smem_optin; // bytes of dynamic shared memory a block may have
+};
+
+static inline int64_t tc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Fills the plan fields of p for BN = 8*WN channels per block, or returns 0 when the geometry does
+// not fit shared memory or 32-bit shared offsets. Prefers the whole of C_in in one chunk (weights
+// staged once per block), else the fewest chunks that fit.
+static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env) {
+  p.BN = WN * 8;
+  p.E = split ? 4 : 2;
+  for (int d = 0; d < 3; d++)
+    if (p.Q[d] <= 0 || p.taps[d] <= 0 || p.taps[d] > 4096 || p.istride[d] > 4096 || p.idil[d] > 4096) return 0;
+  const int64_t lim = (int64_t)1 << 28; // keeps every shared-memory offset product in int
+  p.plane = p.Q[1] * p.Q[2];
+  p.tiles_per_plane = tc_cdiv(p.plane, TC_BM);
+  p.tiles_per_n = p.Q[0] * p.tiles_per_plane;
+  p.ntiles = p.N * p.tiles_per_n;
+  const int64_t nq = p.Q[1] < (TC_BM - 1) / p.Q[2] + 2 ? p.Q[1] : (TC_BM - 1) / p.Q[2] + 2;
+  const int64_t prow = (nq - 1) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1;
+  const int64_t wp = (p.Q[2] - 1) * p.istride[2] + (p.taps[2] - 1) * p.idil[2] + 1;
+  if (prow > lim || wp > lim) return 0;
+  int64_t pitch = wp;
+  while (pitch % 32 < 9 || pitch % 32 > 23) pitch++; // rows 9..23 banks apart: no A-load conflicts
+  const int64_t pitch_d = prow * pitch, pitch_c = p.taps[0] * pitch_d;
+  if (pitch_d > lim || pitch_c > lim) return 0;
+  const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
+  if (tv > lim) return 0;
+  p.prow = (int)prow;
+  p.wp = (int)wp;
+  p.pitch_w = (int)pitch;
+  p.pitch_d = (int)pitch_d;
+  p.pitch_c = (int)pitch_c;
+  p.zero_floats = (int)pitch_d; // > any row offset mo: the padded K reads zeros at any row
+  p.co_blocks = (int)tc_cdiv(p.C_out, p.BN);
+  p.stats_bytes = epi == EPI_STATS ? TC_WARPS * p.BN * 2 * 8 : 0;
+  // Channel chunks: all of C_in at once if it fits (weights staged once per block), else the split
+  // with the fewest k-steps in all, counting one k-step per chunk for its barrier and staging.
+  int64_t best_score = -1;
+  for (int64_t nch = 1; nch <= p.C_in; nch++) {
+    const int64_t cc = tc_cdiv(p.C_in, nch);
+    if (nch > 1 && cc == tc_cdiv(p.C_in, nch - 1)) continue; // same chunk size: no gain
+    const int64_t ksteps = tc_cdiv(cc * tv, 8);
+    const int64_t w_floats = ksteps * WN * 32 * p.E;
+    const int64_t patch = cc * pitch_c, buf = (patch + p.zero_floats + 3) / 4 * 4;
+    const int64_t kofs_bytes = (ksteps * 8 * 4 + 15) / 16 * 16;
+    const int64_t smem = kofs_bytes + (nch > 1 ? 2 : 1) * w_floats * 4 + 2 * buf * 4 + p.stats_bytes;
+    if (ksteps > lim || patch > lim || smem > env.smem_optin) continue;
+    const int64_t chunks = tc_cdiv(p.C_in, cc), score = chunks * (ksteps + 1);
+    if (best_score >= 0 && (p.nchunks == 1 || score >= best_score)) continue;
+    best_score = score;
+    p.ci_chunk = (int)cc;
+    p.nchunks = (int)chunks;
+    p.ksteps = (int)ksteps;
+    p.w_floats = (int)w_floats;
+    p.patch_floats = (int)patch;
+    p.buf_floats = (int)buf;
+    p.kofs_bytes = (int)kofs_bytes;
+    p.smem = (size_t)smem;
+  }
+  return best_score >= 0;
+}
+
+#ifndef VOLUA_TC_EMULATE
+template <class K> static inline cudaError_t tc_prepare_kernel(K kernel, size_t smem) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+}
+template <class K> static inline cudaError_t tc_blocks_per_sm(K kernel, size_t smem, int *nb) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(nb, kernel, TC_WARPS * 32, smem);
+}
+// Device 0's SM count and shared-memory limit, read once (volua uses device 0 only).
+static inline int tc_get_env(Env *env, const char *op, char *err) {
+  static Env cached = {0, 0};
+  if (cached.sms == 0) {
+    int dev = 0;
+    Env e;
+    TC_CHECK(cudaGetDevice(&dev));
+    TC_CHECK(cudaDeviceGetAttribute(&e.sms, cudaDevAttrMultiProcessorCount, dev));
+    TC_CHECK(cudaDeviceGetAttribute(&e.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    cached = e;
+  }
+  *env = cached;
+  return 0;
+}
+#else
+template <class K> static inline int tc_prepare_kernel(K, size_t) { return 0; }
+template <class K> static inline int tc_blocks_per_sm(K, size_t, int *nb) {
+  *nb = 1;
+  return 0;
+}
+extern Env tc_emu_env;
+static inline int tc_get_env(Env *env, const char *, char *) {
+  *env = tc_emu_env;
+  return 0;
+}
+#endif
+
+// The weights in fragment order (scratch from the caching allocator; the caller frees it after
+// the launches that read it: every launch is on one stream).
+static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **out, tc_stream s, const char *op,
+                                  char *err) {
+  const int64_t total = (int64_t)p.co_blocks * p.nchunks * p.w_floats;
+  if (volua_cuda_malloc(reinterpret_cast<void **>(out), total * 4, err)) return 1;
+  int64_t blocks = tc_cdiv(total, 256);
+  if (blocks > 4096) blocks = 4096;
+  TC_LAUNCH(tc_prep_kernel, (unsigned)blocks, 256, 0, s, m, p, *out, total);
+  if (tc_launch_failed(op, err)) {
+    volua_cuda_free(*out);
+    *out = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+// VOLUA_TC_VERBOSE=1: one line per launch on stderr with the plan (for bench/NOTES.md).
+static inline void tc_report(const Params &p, const char *op, int epi, int64_t grid_x, int64_t grid_y, int nb) {
+  static int verbose = -1;
+  if (verbose < 0) {
+    const char *v = getenv("VOLUA_TC_VERBOSE");
+    verbose = v && v[0] && strcmp(v, "0") != 0;
+  }
+  if (!verbose) return;
+  static char last[512];
+  char line[512];
+  snprintf(line, sizeof line,
+          "volua tc: %s %s BN %d %s, Q (%lld, %lld, %lld) taps (%lld, %lld, %lld), C_in %lld in %d chunk(s) of "
+          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld\n",
+          op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : "store", p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
+          (long long)p.Q[0], (long long)p.Q[1], (long long)p.Q[2], (long long)p.taps[0], (long long)p.taps[1],
+          (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
+          (long long)grid_x, (long long)grid_y);
+  if (strcmp(line, last) == 0) return; // a plan is printed when it changes, not at every call
+  memcpy(last, line, sizeof line);
+  fputs(line, stderr);
+}
+
+template <int WN, bool SPLIT, int EPI> static inline int tc_launch_main(Params &p, const Env &env, tc_stream s,
+                                                                        const char *op, char *err) {
+  void (*kernel)(const Params) = tc_conv_kernel<WN, SPLIT, EPI>;
+  // The shared-memory limit and the occupancy query cost host time inside a timed call: done once
+  // per kernel and size (one thread calls ops: the statics need no lock).
+  static size_t smem_set = 0, nb_smem = 0;
+  static int nb_cached = 0;
+  if (p.smem > smem_set) {
+    TC_CHECK(tc_prepare_kernel(kernel, p.smem));
+    smem_set = p.smem;
+  }
+  if (p.smem != nb_smem || nb_cached < 1) {
+    int nbq = 0;
+    TC_CHECK(tc_blocks_per_sm(kernel, p.smem, &nbq));
+    nb_cached = nbq;
+    nb_smem = p.smem;
+  }
+  int nb = nb_cached;
+  if (nb < 1) nb = 1;
+  if (EPI == EPI_STATS) {
+    int64_t parts = (int64_t)nb * env.sms / p.N;
+    if (parts < 1) parts = 1;
+    if (parts > p.tiles_per_n) parts = p.tiles_per_n;
+    if (parts > p.parts) parts = p.parts; // the room the caller allocated for partial sums
+    p.parts = (int)parts;
+    tc_report(p, op, EPI, parts, p.N, nb);
+    TC_LAUNCH(kernel, tc_dim3((unsigned)parts, (unsigned)p.N), TC_WARPS * 32, p.smem, s, p);
+  } else {
+    int64_t per_cb = (int64_t)nb * env.sms / p.co_blocks;
+    if (per_cb < 1) per_cb = 1;
+    if (per_cb > p.ntiles) per_cb = p.ntiles;
+    tc_report(p, op, EPI, per_cb * p.co_blocks, 1, nb);
+    TC_LAUNCH(kernel, (unsigned)(per_cb * p.co_blocks), TC_WARPS * 32, p.smem, s, p);
+  }
+  TC_CHECK_LAUNCH();
+  return 0;
+}
+
+// Dispatch on (channels per block, math). Store epilogues come in 32 and 64 channels per block,
+// the statistics epilogue in 8 to 32 (all of C_out in one block). Two functions, so that a .cu
+// instantiates only the kernels it launches.
+static inline int tc_no_variant(const Params &p, const char *op, char *err) {
+  if (err) snprintf(err, VOLUA_ERR_MAX, "%s: no tensor-core variant for %d channels per block", op, p.BN);
+  return 1;
+}
+
+template <class P> static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, const char *op, char *err) {
+  const bool split = p.E == 4;
+  const int wn = p.BN / 8;
+  if (epi == EPI_WBOX) {
+    if (wn == 8) return split ? tc_launch_main<8, true, EPI_WBOX>(p, env, s, op, err) : tc_launch_main<8, false, EPI_WBOX>(p, env, s, op, err);
+    if (wn == 4) return split ? tc_launch_main<4, true, EPI_WBOX>(p, env, s, op, err) : tc_launch_main<4, false, EPI_WBOX>(p, env, s, op, err);
+  } else {
+    if (wn == 8) return split ? tc_launch_main<8, true, EPI_STORE>(p, env, s, op, err) : tc_launch_main<8, false, EPI_STORE>(p, env, s, op, err);
+    if (wn == 4) return split ? tc_launch_main<4, true, EPI_STORE>(p, env, s, op, err) : tc_launch_main<4, false, EPI_STORE>(p, env, s, op, err);
+  }
+  return tc_no_variant(p, op, err);
+}
+
+template <class P> static inline int tc_launch_stats(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  const bool split = p.E == 4;
+  switch (p.BN / 8) {
+  case 1: return split ? tc_launch_main<1, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<1, false, EPI_STATS>(p, env, s, op, err);
+  case 2: return split ? tc_launch_main<2, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, false, EPI_STATS>(p, env, s, op, err);
+  case 3: return split ? tc_launch_main<3, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<3, false, EPI_STATS>(p, env, s, op, err);
+  case 4: return split ? tc_launch_main<4, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<4, false, EPI_STATS>(p, env, s, op, err);
+  default: return tc_no_variant(p, op, err);
+  }
+}
+
+// Variant choice for a store epilogue: 64 channels per block where the weights fit whole, else 32,
+// else whichever fits in chunks. VOLUA_TC_BN=32|64 forces one (for measuring both).
+static inline int tc_plan_store(Params &p, bool split, int epi, const Env &env) {
+  const char *force = getenv("VOLUA_TC_BN");
+  const int want = force ? atoi(force) : 0;
+  if (want == 64 || want == 32) return tc_plan(p, want / 8, split, epi, env);
+  Params a = p, b = p;
+  const int ok64 = p.C_out > 32 && tc_plan(a, 8, split, epi, env);
+  const int ok32 = tc_plan(b, 4, split, epi, env);
+  if (ok64 && (a.nchunks == 1 || !ok32 || b.nchunks > 1)) {
+    p = a;
+    return 1;
+  }
+  if (ok32) {
+    p = b;
+    return 1;
+  }
+  return 0;
+}
+
+static inline int tc_fast_disabled(void) {
+  const char *s = getenv("VOLUA_FAST");
+  return s && strcmp(s, "0") == 0;
+}
+
+} // namespace volua_tc
+
+#endif

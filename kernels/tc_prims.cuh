@@ -1,0 +1,215 @@
+// tc_prims.cuh: the few machine primitives the tensor-core convolutions (tc_core.cuh) use: TF32
+// rounding, mma.sync m16n8k8, cp.async, barriers, warp shuffles and launches. Compiled for the GPU,
+// or, with VOLUA_TC_EMULATE, for the host, where each block runs as CPU threads and a warp's mma is
+// computed from its lanes' fragments: bench/tc_emulate.cpp checks the index arithmetic without a GPU.
+#ifndef VOLUA_KERNELS_TC_PRIMS_CUH
+#define VOLUA_KERNELS_TC_PRIMS_CUH
+
+#include <stdint.h>
+#include <string.h>
+
+#ifndef VOLUA_TC_EMULATE
+
+// -- on the GPU ----
+
+#include <cuda_runtime.h>
+
+#define TC_DEVICE __device__ __forceinline__
+#define TC_GLOBAL static __global__
+#define TC_BOUNDS(threads) __launch_bounds__(threads, 1)
+#define TC_SMEM_DECL(name) extern __shared__ __align__(16) unsigned char name[]
+#define TC_SYNC() __syncthreads()
+#define TC_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
+typedef cudaStream_t tc_stream;
+typedef dim3 tc_dim3;
+
+// float -> TF32 (round to nearest, ties away), returned as the bits of a float whose low 13
+// mantissa bits are zero: the form mma reads.
+TC_DEVICE uint32_t tc_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// c += a * b for one m16n8k8 tile (a: 16x8 row-major fragment, b: 8x8 column fragment).
+TC_DEVICE void tc_mma(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// 4-byte asynchronous copy global -> shared; when !ok the destination is filled with zeros
+// (src-size 0 reads nothing, so `g` only has to be some valid address).
+TC_DEVICE void tc_cp4(void *s, const void *g, bool ok) {
+  const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"(g), "r"(ok ? 4 : 0) : "memory");
+}
+
+// 16-byte asynchronous copy (both addresses 16-byte aligned), bypassing L1.
+TC_DEVICE void tc_cp16(void *s, const void *g) {
+  const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
+}
+
+TC_DEVICE void tc_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N> TC_DEVICE void tc_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+TC_DEVICE double tc_shfl_xor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+
+#else
+
+// -- on the host, for bench/tc_emulate.cpp ----
+
+#include <barrier>
+#include <cmath>
+#include <functional>
+#include <thread>
+#include <vector>
+
+struct tc_dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  tc_dim3() {}
+  tc_dim3(unsigned a, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+typedef void *tc_stream;
+
+// One warp's exchange area: every lane posts its fragments, then each computes its own outputs.
+struct tc_emu_warp {
+  uint32_t a[32][4], b[32][2];
+  float c[32][4];
+  double d[32];
+  std::barrier<> *bar;
+};
+
+struct tc_emu_thread {
+  tc_dim3 tid, bid, bdim, gdim;
+  unsigned char *smem;
+  std::barrier<> *block_bar;
+  tc_emu_warp *warp;
+};
+extern thread_local tc_emu_thread tc_emu;
+
+#define threadIdx (tc_emu.tid)
+#define blockIdx (tc_emu.bid)
+#define blockDim (tc_emu.bdim)
+#define gridDim (tc_emu.gdim)
+#define TC_DEVICE static inline
+#define TC_GLOBAL static
+#define TC_BOUNDS(threads)
+#define TC_SMEM_DECL(name) unsigned char *name = tc_emu.smem
+#define TC_SYNC() tc_emu.block_bar->arrive_and_wait()
+#define __restrict__
+#define __ldg(p) (*(p))
+#ifndef VOLUA_ERR_MAX
+#define VOLUA_ERR_MAX 512
+#endif
+struct int2 { int x, y; };
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+static inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float __uint_as_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static inline uint32_t tc_tf32(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u; // finite: round half away
+  return u;
+}
+
+static inline float tc_bits_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+// The tensor core's tf32 inputs drop the low 13 bits; products are exact in double; the sum
+// is rounded once (the GPU truncates at 25 fractional bits: close enough for index checks).
+static inline void tc_mma(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+  tc_emu_warp *w = tc_emu.warp;
+  const int lane = (int)(tc_emu.tid.x & 31);
+  memcpy(w->a[lane], a, sizeof w->a[lane]);
+  memcpy(w->b[lane], b, sizeof w->b[lane]);
+  memcpy(w->c[lane], c, sizeof w->c[lane]);
+  w->bar->arrive_and_wait();
+  float A[16][8], B[8][8];
+  for (int l = 0; l < 32; l++) {
+    const int g = l >> 2, t = l & 3;
+    A[g][t] = tc_bits_float(w->a[l][0] & 0xffffe000u);
+    A[g + 8][t] = tc_bits_float(w->a[l][1] & 0xffffe000u);
+    A[g][t + 4] = tc_bits_float(w->a[l][2] & 0xffffe000u);
+    A[g + 8][t + 4] = tc_bits_float(w->a[l][3] & 0xffffe000u);
+    B[t][g] = tc_bits_float(w->b[l][0] & 0xffffe000u);
+    B[t + 4][g] = tc_bits_float(w->b[l][1] & 0xffffe000u);
+  }
+  const int g = lane >> 2, t = lane & 3;
+  float out[4];
+  for (int r = 0; r < 4; r++) {
+    const int row = g + (r >= 2 ? 8 : 0), col = 2 * t + (r & 1);
+    double s = w->c[lane][r];
+    for (int k = 0; k < 8; k++) s += (double)A[row][k] * (double)B[k][col];
+    out[r] = (float)s;
+  }
+  w->bar->arrive_and_wait();
+  memcpy(c, out, sizeof out);
+}
+
+static inline void tc_cp4(void *s, const void *g, bool ok) {
+  if (ok) memcpy(s, g, 4);
+  else memset(s, 0, 4);
+}
+static inline void tc_cp16(void *s, const void *g) { memcpy(s, g, 16); }
+static inline void tc_commit() {}
+template <int N> static inline void tc_wait() {}
+
+static inline double tc_shfl_xor(double v, int mask) {
+  tc_emu_warp *w = tc_emu.warp;
+  const int lane = (int)(tc_emu.tid.x & 31);
+  w->d[lane] = v;
+  w->bar->arrive_and_wait();
+  const double r = w->d[lane ^ mask];
+  w->bar->arrive_and_wait();
+  return r;
+}
+
+// Runs kernel(args...) on grid x block CPU threads, one block after another.
+template <class... P, class... A>
+static void tc_emu_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, size_t smem, A... args) {
+  const unsigned nthreads = block.x;
+  std::vector<unsigned char> mem(smem + 16);
+  for (unsigned by = 0; by < grid.y; by++)
+    for (unsigned bx = 0; bx < grid.x; bx++) {
+      // fresh shared memory per block, poisoned so that a read of unwritten memory shows
+      memset(mem.data(), 0xff, mem.size());
+      std::barrier<> block_bar((std::ptrdiff_t)nthreads);
+      const unsigned nwarps = (nthreads + 31) / 32;
+      std::vector<tc_emu_warp> warps(nwarps);
+      std::vector<std::barrier<> *> wbars;
+      for (unsigned w = 0; w < nwarps; w++) {
+        wbars.push_back(new std::barrier<>((std::ptrdiff_t)(nthreads - w * 32 < 32 ? nthreads - w * 32 : 32)));
+        warps[w].bar = wbars.back();
+      }
+      std::vector<std::thread> threads;
+      for (unsigned t = 0; t < nthreads; t++)
+        threads.emplace_back([&, t]() {
+          tc_emu.tid = tc_dim3(t);
+          tc_emu.bid = tc_dim3(bx, by);
+          tc_emu.bdim = block;
+          tc_emu.gdim = grid;
+          tc_emu.smem = mem.data();
+          tc_emu.block_bar = &block_bar;
+          tc_emu.warp = &warps[t / 32];
+          kernel(args...);
+        });
+      for (auto &th : threads) th.join();
+      for (auto *b : wbars) delete b;
+    }
+}
+#define TC_LAUNCH(kernel, grid, block, smem, stream, ...) \
+  tc_emu_launch(kernel, tc_dim3(grid), tc_dim3(block), (size_t)(smem), __VA_ARGS__)
+
+#endif
+
+#endif

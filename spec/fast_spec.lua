@@ -1,0 +1,228 @@
+-- fast_spec.lua: the tensor-core fast paths (kernels/*_tc.cu: conv3d, conv_transpose3d and the fused
+-- conv3d_group_norm_mean) against the CPU reference, in math "fp32" (rtol 1e-4, atol 1e-5) and
+-- "tf32" (1e-2, 1e-2): the benchmark shapes of issue 4 reduced in size, odd sizes, stride, dilation,
+-- padding, channel counts that take each variant (32 or 64 channels per block, input channels in
+-- chunks, two channel blocks, transposed phases with and without taps). Each case also checks,
+-- through vol.fast_calls, that the fast path served it. Pending without a GPU. Run it with
+-- VOLUA_POISON=1 so that an output element the kernels forget to write is NaN and fails.
+-- VOLUA_SEED=n reproduces a run; VOLUA_FAST_TRIALS sets the random cases per op and mode (default 12).
+-- VOLUA_FAST_SPEC_DEVICE=cpu runs the cases CPU against CPU (a self-test of this file without a GPU).
+local vol = require "volua"
+
+local target = os.getenv("VOLUA_FAST_SPEC_DEVICE") or "cuda"
+if target == "cuda" and not vol.cuda_available() then
+  local _, reason = vol.cuda_info()
+  describe("tensor-core fast paths", function()
+    pending("no GPU: " .. tostring(reason))
+  end)
+  return
+end
+
+local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
+local TRIALS = tonumber(os.getenv("VOLUA_FAST_TRIALS")) or 12
+local TOL = {fp32 = {rtol = 1e-4, atol = 1e-5}, tf32 = {rtol = 1e-2, atol = 1e-2}}
+print(("# fast_spec: seed %d (VOLUA_SEED=%d reproduces this run)"):format(SEED, SEED))
+
+-- Park-Miller, exact in doubles: the cases a seed gives do not depend on math.random.
+local function generator(seed)
+  local s = seed % 2147483646 + 1
+  local r = {}
+  local function next_value()
+    s = (s * 48271) % 2147483647
+    return s
+  end
+  function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
+  function r.seed() return r.int(1, 2 ^ 30) end
+  return r
+end
+
+local function show(v)
+  if type(v) == "table" then
+    local parts = {}
+    for k, x in pairs(v) do parts[#parts + 1] = tostring(k) .. "=" .. show(x) end
+    table.sort(parts)
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
+  return tostring(v)
+end
+
+-- Inputs uniform in [0, 1) as in the benchmark; weights uniform in +-1/sqrt(fan_in) as PyTorch
+-- initialises convolutions (data of this scale keeps TF32 within its tolerance at any K).
+local function input(shape, seed) return vol.rand(shape, {seed = seed}) end
+local function weight(shape, fan_in, seed)
+  local b = 1 / math.sqrt(fan_in)
+  return vol.rand(shape, {seed = seed}) * (2 * b) - b
+end
+
+-- Runs f on the GPU in math `mode`, f on the CPU, and compares; checks the fast path served it.
+-- A random case the CPU refuses (PyTorch's rules) is skipped.
+local counts = {run = 0, skipped = 0}
+local function check(mode, what, f, random)
+  local cpu_ok, want = pcall(f, "cpu")
+  if not cpu_ok and random then
+    counts.skipped = counts.skipped + 1
+    return
+  end
+  counts.run = counts.run + 1
+  assert.is_true(cpu_ok, what .. ": the CPU raised " .. tostring(want))
+  vol.set_math(mode)
+  local before = target == "cuda" and vol.fast_calls and vol.fast_calls()
+  local ok, got = pcall(f, target)
+  vol.set_math("fp32")
+  assert.is_true(ok, what .. ": raised " .. tostring(got))
+  if before then
+    assert.is_true(vol.fast_calls() > before, what .. ": the fast path did not serve this call")
+  end
+  got = got:cpu()
+  assert.same(want.shape, got.shape, what .. ": shape")
+  local close = vol.allclose(got, want, {rtol = TOL[mode].rtol, atol = TOL[mode].atol})
+  assert.is_true(close, ("%s: not close to the CPU (math %s), max_abs_diff %s"):format(what, mode,
+    tostring(vol.max_abs_diff(got, want))))
+end
+
+local function conv3d_case(mode, c)
+  local kvol = c.k[1] * c.k[2] * c.k[3]
+  local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
+  local w = weight({c.cout, c.cin, c.k[1], c.k[2], c.k[3]}, c.cin * kvol, c.seed + 1)
+  local b = c.bias and weight({c.cout}, c.cin * kvol, c.seed + 2) or nil
+  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1}
+  check(mode, "conv3d " .. show(c), function(dev)
+    return vol.conv3d(x:to(dev), w:to(dev), b and b:to(dev), args)
+  end, c.random)
+end
+
+local function transpose_case(mode, c)
+  local kvol = c.k[1] * c.k[2] * c.k[3]
+  local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
+  local w = weight({c.cin, c.cout, c.k[1], c.k[2], c.k[3]}, c.cin * kvol, c.seed + 1)
+  local b = c.bias and weight({c.cout}, c.cin * kvol, c.seed + 2) or nil
+  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1,
+                output_padding = c.output_padding or 0}
+  check(mode, "conv_transpose3d " .. show(c), function(dev)
+    return vol.conv_transpose3d(x:to(dev), w:to(dev), b and b:to(dev), args)
+  end, c.random)
+end
+
+local function gn_case(mode, c)
+  local kvol = c.k[1] * c.k[2] * c.k[3]
+  local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
+  if c.offset then x = x + c.offset end
+  local w = weight({c.cout, c.cin, c.k[1], c.k[2], c.k[3]}, c.cin * kvol, c.seed + 1)
+  local b = weight({c.cout}, c.cin * kvol, c.seed + 2)
+  local gw = vol.rand({c.cout}, {seed = c.seed + 3}) * 2
+  local gb = vol.rand({c.cout}, {seed = c.seed + 4}) * 3 - 1.5
+  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1}
+  check(mode, "conv3d_group_norm_mean " .. show(c), function(dev)
+    return vol.conv3d_group_norm_mean(x:to(dev), w:to(dev), b:to(dev), c.groups, gw:to(dev), gb:to(dev), args)
+  end, c.random)
+end
+
+local function triple(r, lo, hi) return {r.int(lo, hi), r.int(lo, hi), r.int(lo, hi)} end
+
+-- Output sizes of a random case must be positive: grows the input until they are.
+local function fit(size, k, s, p, d)
+  for i = 1, 3 do
+    local span = d[i] * (k[i] - 1) + 1
+    if size[i] + 2 * p[i] < span then size[i] = span - 2 * p[i] end
+    if size[i] < 1 then size[i] = 1 end
+  end
+  return size
+end
+
+for _, mode in ipairs({"fp32", "tf32"}) do
+  describe(("tensor-core fast paths, math %s (seed %d)"):format(mode, SEED), function()
+    teardown(function() vol.set_math("fp32") end)
+
+    it("conv3d: the benchmark shapes reduced, and each variant", function()
+      local cases = {
+        {n = 2, cin = 3, cout = 64, size = {9, 17, 19}, k = {3, 5, 7}},       -- L1-60-like, odd sizes
+        {n = 1, cin = 3, cout = 64, size = {5, 9, 70}, k = {3, 5, 7}},        -- rows of 64 outputs
+        {n = 1, cin = 3, cout = 64, size = {3, 6, 128}, k = {3, 5, 7}},       -- L1-66-like rows (two 32-channel blocks in fp32)
+        {n = 2, cin = 3, cout = 24, size = {6, 9, 11}, k = 3, bias = true},   -- 32 channels per block
+        {n = 1, cin = 40, cout = 16, size = {4, 5, 6}, k = 3, padding = 1},   -- input channels in chunks
+        {n = 1, cin = 4, cout = 130, size = {4, 5, 6}, k = 3, padding = 1, bias = true}, -- 3 channel blocks
+        {n = 2, cin = 3, cout = 8, size = {7, 9, 13}, k = {2, 3, 3}, stride = {1, 2, 3}, dilation = {2, 1, 2},
+         padding = {1, 2, 0}},
+      }
+      for i, c in ipairs(cases) do
+        if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
+        c.seed = SEED + 100 * i
+        conv3d_case(mode, c)
+      end
+    end)
+
+    it("conv3d: random shapes, stride, dilation, padding", function()
+      for trial = 1, TRIALS do
+        local r = generator(SEED * 31 + trial)
+        local k, s, d, p = triple(r, 1, 4), triple(r, 1, 3), triple(r, 1, 3), triple(r, 0, 3)
+        local c = {n = r.int(1, 2), cin = r.int(1, 6), cout = r.int(1, 70), k = k, stride = s, dilation = d,
+                   padding = p, bias = r.int(0, 1) == 1, seed = r.seed(), random = true}
+        c.size = fit(triple(r, 1, 12), k, s, p, d)
+        conv3d_case(mode, c)
+      end
+    end)
+
+    it("conv_transpose3d: L1-77 reduced, phases with and without taps", function()
+      local cases = {
+        {n = 2, cin = 32, cout = 64, size = {4, 6, 7}, k = 3, stride = 2, padding = 1, dilation = 2}, -- L1-77-like
+        {n = 1, cin = 6, cout = 20, size = {4, 5, 6}, k = 3, stride = 2, padding = 1, output_padding = 1, bias = true},
+        {n = 1, cin = 5, cout = 9, size = {3, 4, 5}, k = 2, stride = 3, padding = 0, bias = true}, -- dead phases
+        {n = 2, cin = 3, cout = 12, size = {5, 5, 5}, k = {1, 3, 2}, stride = {1, 2, 3}, dilation = {1, 3, 2},
+         padding = {0, 1, 1}, output_padding = {0, 2, 1}},
+      }
+      for i, c in ipairs(cases) do
+        if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
+        c.seed = SEED + 1000 + 100 * i
+        transpose_case(mode, c)
+      end
+    end)
+
+    it("conv_transpose3d: random shapes, stride, dilation, padding, output_padding", function()
+      for trial = 1, TRIALS do
+        local r = generator(SEED * 37 + trial)
+        local k, s, d = triple(r, 1, 4), triple(r, 1, 3), triple(r, 1, 3)
+        local p, op = {}, {}
+        for i = 1, 3 do
+          p[i] = r.int(0, math.floor(d[i] * (k[i] - 1) / 2))
+          op[i] = r.int(0, math.max(s[i], d[i]) - 1)
+        end
+        local c = {n = r.int(1, 2), cin = r.int(1, 6), cout = r.int(1, 40), size = triple(r, 1, 7), k = k, stride = s,
+                   dilation = d, padding = p, output_padding = op, bias = r.int(0, 1) == 1, seed = r.seed(),
+                   random = true}
+        local ok = true
+        for i = 1, 3 do -- PyTorch's rules: a positive output size
+          if (c.size[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 < 1 then ok = false end
+        end
+        if ok then transpose_case(mode, c) end
+      end
+    end)
+
+    it("conv3d_group_norm_mean: L2-23 reduced, a large mean, and random shapes", function()
+      gn_case(mode, {n = 3, cin = 3, cout = 24, groups = 8, size = {6, 8, 9}, k = {3, 3, 3}, seed = SEED + 5000})
+      gn_case(mode, {n = 2, cin = 2, cout = 12, groups = 3, size = {5, 7, 6}, k = {3, 3, 3}, offset = 50,
+                     padding = 1, seed = SEED + 5100})
+      for trial = 1, TRIALS do
+        local r = generator(SEED * 41 + trial)
+        local groups = r.int(1, 4)
+        local k, s, d, p = triple(r, 1, 3), triple(r, 1, 2), triple(r, 1, 2), triple(r, 0, 2)
+        local c = {n = r.int(1, 3), cin = r.int(1, 4), cout = groups * r.int(1, math.floor(32 / groups)), groups = groups,
+                   k = k, stride = s, dilation = d, padding = p, seed = r.seed(), random = true}
+        c.size = fit(triple(r, 2, 9), k, s, p, d)
+        gn_case(mode, c)
+      end
+    end)
+  end)
+end
+
+describe("tensor-core fast paths", function()
+  teardown(function()
+    print(("# fast_spec: %d cases compared, %d random cases the CPU refused"):format(counts.run, counts.skipped))
+  end)
+  it("ran its cases", function() assert.is_true(counts.run > 0) end)
+end)
+
+if target == "cuda" and os.getenv("VOLUA_POISON") ~= "1" then
+  describe("tensor-core fast paths", function()
+    pending("run with VOLUA_POISON=1 so that an output element nobody writes fails the comparison")
+  end)
+end
