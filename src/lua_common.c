@@ -46,7 +46,15 @@ volua_tensor *volua_lua_opt_tensor(lua_State *L, int idx, const char *fname, con
   return volua_lua_check_tensor(L, idx, fname, pname);
 }
 
+/* A full collection once 1 GiB of tensors was allocated since the last: dead tensors then free
+ * their (device) memory before the next allocation needs it. */
+#define VOLUA_GC_BYTES ((int64_t)1 << 30)
+
 volua_tensor *volua_lua_push_empty(lua_State *L) {
+  if (volua_bytes_since_gc >= VOLUA_GC_BYTES) {
+    volua_bytes_since_gc = 0;
+    lua_gc(L, LUA_GCCOLLECT, 0);
+  }
   volua_tensor *t = lua_newuserdata(L, sizeof *t);
   memset(t, 0, sizeof *t);
   luaL_getmetatable(L, VOLUA_TENSOR_MT);

@@ -11,6 +11,7 @@
 #endif
 
 volatile int volua_interrupted = 0;
+int64_t volua_bytes_since_gc = 0;
 
 const char *volua_dtype_name(volua_dtype dt) { return dt == VOLUA_INT64 ? "int64" : "float32"; }
 const char *volua_device_name(volua_device dev) { return dev == VOLUA_DEVICE_CUDA ? "cuda" : "cpu"; }
@@ -91,6 +92,7 @@ int volua_tensor_alloc(volua_tensor *t, int ndim, const int64_t *shape, volua_dt
       return 1;
     }
   }
+  volua_bytes_since_gc += nbytes;
   t->storage = st;
   t->offset = 0;
   t->ndim = ndim;

@@ -60,6 +60,11 @@ int volua_tensor_copy(volua_tensor *dst, const volua_tensor *src, char *err);
 /* Allocates dst on `device` and copies src there (dtype kept). */
 int volua_tensor_to(volua_tensor *dst, const volua_tensor *src, volua_device device, char *err);
 
+/* Bytes of tensor storage allocated since the binding last ran Lua's garbage collector: Lua
+ * sees a tensor as a small userdata, so without this it would let gigabytes of dead tensors
+ * pile up between its own collections (Torch7 tracked its heap the same way). */
+extern int64_t volua_bytes_since_gc;
+
 /* Set asynchronously by SIGINT; long CPU loops poll it and stop with "interrupted". */
 extern volatile int volua_interrupted;
 
