@@ -103,6 +103,71 @@ static __global__ void max_pool3d_plane_kernel(volua_pool3d_geom g, const float 
   }
 }
 
+// The plane kernel with the window size known at compile time: every tap is unrolled and its
+// load predicated on being inside the input, so a thread has all its loads in flight at once
+// instead of one per trip of a run-time loop. Taps in the padding count as absent (never
+// selected), which keeps PyTorch's rule: start from -inf at the first position inside the
+// input, a larger value or any NaN takes over, in (d, h, w) order.
+template <int KD, int KH, int KW, bool WITH_INDICES>
+static __global__ void max_pool3d_fixed_kernel(volua_pool3d_geom g, const float *__restrict__ x,
+                                               float *__restrict__ y, int64_t *__restrict__ indices) {
+  const int ID = (int)g.in[0], IH = (int)g.in[1], IW = (int)g.in[2];
+  const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
+  const int sD = (int)g.stride[0], sH = (int)g.stride[1], sW = (int)g.stride[2];
+  const int dD = (int)g.dilation[0], dH = (int)g.dilation[1], dW = (int)g.dilation[2];
+  const int hw = blockIdx.x * blockDim.x + threadIdx.x;
+  if (hw >= OH * OW) return;
+  const int oh = hw / OW, ow = hw - oh * OW, od = blockIdx.y;
+  const int d0 = od * sD - (int)g.padding[0], h0 = oh * sH - (int)g.padding[1], w0 = ow * sW - (int)g.padding[2];
+  // the first tap inside the input along each dim: PyTorch's initial index
+  int fd = d0, fh = h0, fw = w0;
+  if (fd < 0) fd += (-fd + dD - 1) / dD * dD;
+  if (fh < 0) fh += (-fh + dH - 1) / dH * dH;
+  if (fw < 0) fw += (-fw + dW - 1) / dW * dW;
+  const int64_t out_plane = (int64_t)OD * OH * OW, in_plane = (int64_t)ID * IH * IW;
+  for (int64_t plane = blockIdx.z; plane < g.planes; plane += gridDim.z) {
+    const float *xp = x + plane * in_plane;
+    float v[KD][KH][KW];
+#pragma unroll
+    for (int a = 0; a < KD; a++)
+#pragma unroll
+      for (int b = 0; b < KH; b++)
+#pragma unroll
+        for (int c = 0; c < KW; c++) {
+          const int d = d0 + a * dD, h = h0 + b * dH, w = w0 + c * dW;
+          const bool in = (unsigned)d < (unsigned)ID && (unsigned)h < (unsigned)IH && (unsigned)w < (unsigned)IW;
+          v[a][b][c] = in ? __ldg(xp + (d * IH + h) * IW + w) : -INFINITY;
+        }
+    float best = -INFINITY;
+    int best_index = (fd * IH + fh) * IW + fw;
+#pragma unroll
+    for (int a = 0; a < KD; a++)
+#pragma unroll
+      for (int b = 0; b < KH; b++)
+#pragma unroll
+        for (int c = 0; c < KW; c++) {
+          // an absent tap holds -inf and is not NaN: it never takes over
+          const float t = v[a][b][c];
+          if (t > best || isnan(t)) {
+            best = t;
+            if (WITH_INDICES) best_index = ((d0 + a * dD) * IH + h0 + b * dH) * IW + w0 + c * dW;
+          }
+        }
+    const int64_t o = plane * out_plane + ((int64_t)od * OH + oh) * OW + ow;
+    y[o] = best;
+    if (WITH_INDICES) indices[o] = best_index;
+  }
+}
+
+template <int KD, int KH, int KW>
+static void launch_fixed(const volua_pool3d_geom *g, dim3 grid, const float *x, float *y, int64_t *indices,
+                         cudaStream_t s) {
+  if (indices)
+    max_pool3d_fixed_kernel<KD, KH, KW, true><<<grid, 256, 0, s>>>(*g, x, y, indices);
+  else
+    max_pool3d_fixed_kernel<KD, KH, KW, false><<<grid, 256, 0, s>>>(*g, x, y, NULL);
+}
+
 // -- launcher ----
 
 static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *y, int64_t *indices,
@@ -119,6 +184,14 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
   if (small) {
     dim3 grid((unsigned)((g->out[1] * g->out[2] + 255) / 256), (unsigned)g->out[0],
               (unsigned)(g->planes < 65535 ? g->planes : 65535));
+    const int64_t *k = g->kernel;
+    int cube = k[0] == k[1] && k[1] == k[2] ? (int)k[0] : 0;
+    if (cube == 2 || cube == 3) {
+      if (cube == 2) launch_fixed<2, 2, 2>(g, grid, x, y, indices, s);
+      else launch_fixed<3, 3, 3>(g, grid, x, y, indices, s);
+      CUDA_CHECK_LAUNCH();
+      return 0;
+    }
     if (indices)
       max_pool3d_plane_kernel<true><<<grid, 256, 0, s>>>(*g, x, y, indices);
     else
