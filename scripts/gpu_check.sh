@@ -77,6 +77,8 @@ EOF
 if [ "$what" = all ] || [ "$what" = specs ]; then
   VOLUA_POISON=1 run_specs "specs on the GPU (math fp32, outputs poisoned with NaN)" "$VOLUA" $SPECS
   VOLUA_POISON=1 VOLUA_TEST_MATH=tf32 run_specs "golden cases on the GPU at math tf32" "$VOLUA" spec/golden_spec.lua
+  echo "== Ctrl-C during a long GPU op in the REPL"
+  python3 scripts/interrupt_check.py "$VOLUA" cuda || status=1
 fi
 for tool in memcheck racecheck initcheck; do
   if [ "$what" = all ] || [ "$what" = "$tool" ]; then sanitized "$tool"; fi
