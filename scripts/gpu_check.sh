@@ -19,6 +19,10 @@ esac
 
 VOLUA=${VOLUA:-build/bin/volua}
 SPECS=${SPECS:-spec}
+# Under compute-sanitizer every volua process the specs start runs under it too: the specs of the
+# terminal and command-line host (which drive volua through a pty with Ctrl-C and timeouts, and
+# run no GPU code of their own) are left out there; every other spec runs.
+SANITIZER_SPECS=${SANITIZER_SPECS:-$(ls spec/*_spec.lua | grep -Ev '/(repl|host)_spec\.lua$' | tr '\n' ' ')}
 [ -x "$VOLUA" ] || { echo "gpu_check: no $VOLUA (build here, carry build/)" >&2; exit 2; }
 [ -f .busted-bundle/env.sh ] || { echo "gpu_check: no .busted-bundle (../shared/device/busted-bundle.sh .busted-bundle)" >&2; exit 2; }
 . .busted-bundle/env.sh
@@ -28,7 +32,8 @@ export VOLUA_TEST_DEVICE=cuda
 [ -z "${VOLUA_GOLDEN:-}" ] && [ -d .golden ] && export VOLUA_GOLDEN=$PWD/.golden
 export VOLUA_SEED=${VOLUA_SEED:-$(( $(date +%s) % 2147483629 ))}
 SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
-logs=$(mktemp -d)
+logs=${GPU_CHECK_LOGS:-$(mktemp -d)}
+mkdir -p "$logs"
 status=0
 
 echo "== GPU"
@@ -42,6 +47,7 @@ run_specs() {
   shift 2
   echo "== $label"
   VOLUA="$bin" bash spec/run.sh "$@" >"$logs/run.log" 2>&1
+  cp "$logs/run.log" "$logs/$(echo "$label" | tr -c 'a-z0-9\n' '_' | cut -c1-40).log"
   local rc=$?
   grep -Ev '^ok ' "$logs/run.log" | tail -n 60
   [ "$rc" = 0 ] || status=1
@@ -61,7 +67,7 @@ EOF
   local poison=1
   [ "$tool" = initcheck ] && poison=0
   VOLUA_UNDER_SANITIZER=1 VOLUA_POISON=$poison VOLUA_TEST_LARGE=0 VOLUA_GPU_TRIALS=${VOLUA_SANITIZER_TRIALS:-6} \
-    run_specs "specs under compute-sanitizer --tool $tool" "$wrapper" $SPECS
+    run_specs "specs under compute-sanitizer --tool $tool" "$wrapper" $SANITIZER_SPECS
   local summary
   summary=$(grep -E 'SUMMARY' "$log" | tail -n 1)
   if [ -z "$summary" ]; then
