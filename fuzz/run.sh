@@ -18,7 +18,7 @@ flags="-g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-
 status=0
 for t in $targets; do
   bin="$out/fuzz_$t"
-  $cc $flags -o "$bin" "$here/fuzz_$t.c" "$root/src/io_npy.c" "$root/src/io_safetensors.c" \
+  $cc $flags -o "$bin" "$here/fuzz_$t.c" "$root/src/io_npy.c" "$root/src/io_safetensors.c" "$root/src/io_common.c" \
     "$root/src/tensor.c" "$here/stubs.c"
   # work on a copy: new inputs libFuzzer finds stay out of the committed seed corpus
   rm -rf "$out/corpus_$t"

@@ -11,6 +11,14 @@
 #include <stdint.h>
 #include "tensor.h"
 
+/* -- shared by both formats (io_common.c) ---- */
+
+/* Writes "<op>: <path>: <what>" into err; returns 1. */
+int volua_io_fail(char *err, const char *op, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Bytes from a hostile file, made printable (\xNN escapes) and cut at 48 bytes, into buf. */
+const char *volua_io_printable(const void *s, size_t n, char *buf, size_t cap);
+
 /* -- .npy ---- */
 
 /* Parses a whole .npy file held in buf[0..len) into out (empty; a CPU tensor on success).

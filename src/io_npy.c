@@ -31,29 +31,7 @@ typedef struct npy_info {
   uint64_t data_bytes;  /* numel * itemsize, as stored */
 } npy_info;
 
-/* "load: <path>: <what>" */
-__attribute__((format(printf, 4, 5))) static int fail(char *err, const char *op, const char *path,
-                                                      const char *fmt, ...) {
-  int n = snprintf(err, VOLUA_ERR_MAX, "%s: %s: ", op, path);
-  if (n < 0 || n >= VOLUA_ERR_MAX) return 1;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err + n, (size_t)(VOLUA_ERR_MAX - n), fmt, ap);
-  va_end(ap);
-  return 1;
-}
 
-/* Bytes from a hostile file, made printable and short enough for a message. */
-static const char *printable(const uint8_t *s, size_t n, char *buf, size_t cap) {
-  size_t o = 0;
-  for (size_t i = 0; i < n && o + 5 < cap; i++) {
-    if (i == 32) { memcpy(buf + o, "...", 3); o += 3; break; }
-    if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\') buf[o++] = (char)s[i];
-    else o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", s[i]);
-  }
-  buf[o] = 0;
-  return buf;
-}
 
 /* -- the preamble: magic, version, header length ---- */
 
@@ -120,7 +98,7 @@ static int at(cursor *c, char ch) { return c->p < c->end && *c->p == (uint8_t)ch
 static const char *next_token(cursor *c, char *buf, size_t cap) {
   if (c->p >= c->end) return "the end of the header";
   size_t n = (size_t)(c->end - c->p);
-  return printable(c->p, n < 12 ? n : 12, buf, cap);
+  return volua_io_printable(c->p, n < 12 ? n : 12, buf, cap);
 }
 
 static int expected(cursor *c, const char *what_expected, char *what) {
@@ -229,7 +207,7 @@ static int parse_descr(cursor *c, npy_info *info, char *what) {
   size_t n;
   if (parse_string(c, &s, &n, what)) return 1;
   char shown[160];
-  printable(s, n, shown, sizeof shown);
+  volua_io_printable(s, n, shown, sizeof shown);
   static const struct { const char *descr; npy_kind kind; size_t size; volua_dtype dtype; } known[] = {
       {"<f4", NPY_F4, 4, VOLUA_FLOAT32}, {"<f8", NPY_F8, 8, VOLUA_FLOAT32},
       {"<i4", NPY_I4, 4, VOLUA_INT64},   {"<i8", NPY_I8, 8, VOLUA_INT64},
@@ -299,13 +277,13 @@ static int npy_dict(const uint8_t *file, size_t hstart, size_t n, npy_info *info
     else {
       char shown[160];
       snprintf(what, VOLUA_ERR_MAX, "bad header: unexpected key '%s' (numpy writes 'descr', 'fortran_order', 'shape')",
-               printable(key, klen, shown, sizeof shown));
+               volua_io_printable(key, klen, shown, sizeof shown));
       return 1;
     }
     if (rc) return 1;
     if (*seen) {
       char shown[160];
-      snprintf(what, VOLUA_ERR_MAX, "bad header: key '%s' appears twice", printable(key, klen, shown, sizeof shown));
+      snprintf(what, VOLUA_ERR_MAX, "bad header: key '%s' appears twice", volua_io_printable(key, klen, shown, sizeof shown));
       return 1;
     }
     *seen = 1;
@@ -390,7 +368,7 @@ static void npy_convert(npy_kind kind, const uint8_t *src, int64_t count, void *
 static int npy_alloc(const npy_info *info, volua_tensor *out, const char *path, char *err) {
   char e[VOLUA_ERR_MAX];
   if (volua_tensor_alloc(out, info->ndim, info->shape, info->dtype, VOLUA_DEVICE_CPU, e))
-    return fail(err, "load", path, "%s", e);
+    return volua_io_fail(err, "load", path, "%s", e);
   return 0;
 }
 
@@ -401,7 +379,7 @@ int volua_npy_parse(const uint8_t *buf, size_t len, const char *path, volua_tens
   npy_info info;
   uint64_t need;
   char what[VOLUA_ERR_MAX];
-  if (npy_header(buf, len, len, &info, &need, what)) return fail(err, "load", path, "%s", what);
+  if (npy_header(buf, len, len, &info, &need, what)) return volua_io_fail(err, "load", path, "%s", what);
   if (npy_alloc(&info, out, path, err)) return 1;
   npy_convert(info.kind, buf + info.data_offset, info.numel, volua_tensor_data(out));
   return 0;
@@ -409,29 +387,29 @@ int volua_npy_parse(const uint8_t *buf, size_t len, const char *path, volua_tens
 
 int volua_npy_load(const char *path, volua_tensor *out, char *err) {
   FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, "load", path, "cannot open: %s", strerror(errno));
+  if (!f) return volua_io_fail(err, "load", path, "cannot open: %s", strerror(errno));
   struct stat st;
   uint8_t *hdr = NULL, *bounce = NULL;
   char what[VOLUA_ERR_MAX];
   int rc = 1;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fail(err, "load", path, "not a regular file");
+    volua_io_fail(err, "load", path, "not a regular file");
     goto done;
   }
   uint64_t total = (uint64_t)st.st_size, need = 0;
   npy_info info;
   uint8_t pre[12];
   size_t got = fread(pre, 1, total < 12 ? (size_t)total : 12, f);
-  if (npy_header(pre, got, total, &info, &need, what)) { fail(err, "load", path, "%s", what); goto done; }
+  if (npy_header(pre, got, total, &info, &need, what)) { volua_io_fail(err, "load", path, "%s", what); goto done; }
   hdr = malloc((size_t)need); /* need <= 12 + NPY_MAX_HEADER, checked against the file size */
-  if (!hdr) { fail(err, "load", path, "out of memory reading the header"); goto done; }
+  if (!hdr) { volua_io_fail(err, "load", path, "out of memory reading the header"); goto done; }
   memcpy(hdr, pre, got);
   if (fread(hdr + got, 1, (size_t)need - got, f) != (size_t)need - got) {
-    fail(err, "load", path, "read failed (the file shrank?)");
+    volua_io_fail(err, "load", path, "read failed (the file shrank?)");
     goto done;
   }
   if (npy_header(hdr, (size_t)need, total, &info, &need, what)) {
-    fail(err, "load", path, "%s", what);
+    volua_io_fail(err, "load", path, "%s", what);
     goto done;
   }
   if (npy_alloc(&info, out, path, err)) goto done;
@@ -440,7 +418,7 @@ int volua_npy_load(const char *path, volua_tensor *out, char *err) {
   size_t dsize = volua_dtype_size(info.dtype);
   enum { CHUNK = 1 << 16 };
   if (info.itemsize != dsize && !(bounce = malloc(CHUNK * 8))) {
-    fail(err, "load", path, "out of memory");
+    volua_io_fail(err, "load", path, "out of memory");
     volua_tensor_free(out);
     goto done;
   }
@@ -450,7 +428,7 @@ int volua_npy_load(const char *path, volua_tensor *out, char *err) {
     if (info.itemsize != dsize && n > CHUNK) n = CHUNK;
     uint8_t *src = info.itemsize == dsize ? dst + done_n * (int64_t)dsize : bounce;
     if (fread(src, info.itemsize, (size_t)n, f) != (size_t)n) {
-      fail(err, "load", path, "read failed (the file shrank?)");
+      volua_io_fail(err, "load", path, "read failed (the file shrank?)");
       volua_tensor_free(out);
       goto done;
     }
@@ -494,14 +472,14 @@ size_t volua_npy_header(const volua_tensor *t, char *hdr, size_t cap) {
 }
 
 int volua_npy_save(const char *path, const volua_tensor *t, char *err) {
-  if (!t->storage) return fail(err, "save", path, "the tensor has been freed");
-  if (t->device != VOLUA_DEVICE_CPU) return fail(err, "save", path, "the tensor is on %s; copy it to the cpu first",
+  if (!t->storage) return volua_io_fail(err, "save", path, "the tensor has been freed");
+  if (t->device != VOLUA_DEVICE_CPU) return volua_io_fail(err, "save", path, "the tensor is on %s; copy it to the cpu first",
                                                  volua_device_name(t->device));
   char hdr[1024];
   size_t hlen = volua_npy_header(t, hdr, sizeof hdr);
-  if (!hlen) return fail(err, "save", path, "header does not fit"); /* 8 dims of int64 always fit */
+  if (!hlen) return volua_io_fail(err, "save", path, "header does not fit"); /* 8 dims of int64 always fit */
   FILE *f = fopen(path, "wb");
-  if (!f) return fail(err, "save", path, "cannot open for writing: %s", strerror(errno));
+  if (!f) return volua_io_fail(err, "save", path, "cannot open for writing: %s", strerror(errno));
   size_t bytes = (size_t)volua_tensor_numel(t) * volua_dtype_size(t->dtype);
   int bad = fwrite(hdr, 1, hlen, f) != hlen;
   if (!bad && bytes) bad = fwrite(volua_tensor_data(t), 1, bytes, f) != bytes;
@@ -509,7 +487,7 @@ int volua_npy_save(const char *path, const volua_tensor *t, char *err) {
   if (fclose(f) != 0 && !bad) { bad = 1; e = errno; }
   if (bad) {
     remove(path);
-    return fail(err, "save", path, "write failed: %s", strerror(e));
+    return volua_io_fail(err, "save", path, "write failed: %s", strerror(e));
   }
   return 0;
 }

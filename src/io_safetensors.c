@@ -16,30 +16,7 @@
 #define ST_MAX_HEADER 100000000 /* the crate's MAX_HEADER_SIZE */
 #define ST_MAX_DEPTH 64         /* nesting allowed inside values we skip */
 
-/* "load_safetensors: <path>: <what>" */
-__attribute__((format(printf, 4, 5))) static int fail(char *err, const char *op, const char *path,
-                                                      const char *fmt, ...) {
-  int n = snprintf(err, VOLUA_ERR_MAX, "%s: %s: ", op, path);
-  if (n < 0 || n >= VOLUA_ERR_MAX) return 1;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err + n, (size_t)(VOLUA_ERR_MAX - n), fmt, ap);
-  va_end(ap);
-  return 1;
-}
 
-/* Bytes from a hostile file, made printable and short enough for a message. */
-static const char *printable(const char *s, size_t n, char *buf, size_t cap) {
-  size_t o = 0;
-  for (size_t i = 0; i < n && o + 5 < cap; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    if (i == 48) { memcpy(buf + o, "...", 3); o += 3; break; }
-    if (ch >= 0x20 && ch < 0x7f && ch != '\\') buf[o++] = (char)ch;
-    else o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", ch);
-  }
-  buf[o] = 0;
-  return buf;
-}
 
 /* -- dtypes ---- */
 
@@ -83,7 +60,7 @@ static int bad(cursor *c, const char *expected) {
              expected, c->p - c->base);
   else
     snprintf(c->what, VOLUA_ERR_MAX, "invalid JSON header: expected %s at byte %td, found '%s'", expected,
-             c->p - c->base, printable(c->p, left < 12 ? left : 12, tok, sizeof tok));
+             c->p - c->base, volua_io_printable(c->p, left < 12 ? left : 12, tok, sizeof tok));
   return 1;
 }
 
@@ -221,7 +198,7 @@ static int parse_uint(cursor *c, const char *field, const volua_str *name, int64
   if (skip_number(c)) return 1;
   size_t n = (size_t)(c->p - start);
   char shown[160];
-  printable(name->s, name->len, shown, sizeof shown);
+  volua_io_printable(name->s, name->len, shown, sizeof shown);
   int64_t x = 0;
   for (size_t i = 0; i < n; i++) {
     if (start[i] < '0' || start[i] > '9') {
@@ -392,7 +369,7 @@ static int parse_metadata(cursor *c, st_header *h) {
     if (!at(c, '"')) {
       char shown[160];
       snprintf(c->what, VOLUA_ERR_MAX, "__metadata__ value for key '%s' is not a string",
-               printable(kv->key.s, kv->key.len, shown, sizeof shown));
+               volua_io_printable(kv->key.s, kv->key.len, shown, sizeof shown));
       return 1;
     }
     if (parse_string(c, &kv->value)) return 1;
@@ -411,7 +388,7 @@ static int parse_shape(cursor *c, st_info *t) {
     skip_ws(c);
     if (t->ndim == VOLUA_MAX_DIMS) {
       snprintf(c->what, VOLUA_ERR_MAX, "tensor '%s' has more than %d dimensions, volua's limit",
-               printable(t->name.s, t->name.len, shown, sizeof shown), VOLUA_MAX_DIMS);
+               volua_io_printable(t->name.s, t->name.len, shown, sizeof shown), VOLUA_MAX_DIMS);
       return 1;
     }
     if (parse_uint(c, "shape", &t->name, &t->shape[t->ndim])) return 1;
@@ -446,9 +423,9 @@ static int parse_dtype(cursor *c, st_info *t) {
   t->dt = NULL;
   for (size_t i = 0; i < ST_NDTYPES; i++)
     if (s.len == strlen(st_dtypes[i].name) && memcmp(s.s, st_dtypes[i].name, s.len) == 0) t->dt = &st_dtypes[i];
-  printable(t->name.s, t->name.len, nm, sizeof nm);
+  volua_io_printable(t->name.s, t->name.len, nm, sizeof nm);
   if (!t->dt)
-    snprintf(c->what, VOLUA_ERR_MAX, "tensor '%s' has unknown dtype '%s'", nm, printable(s.s, s.len, shown, sizeof shown));
+    snprintf(c->what, VOLUA_ERR_MAX, "tensor '%s' has unknown dtype '%s'", nm, volua_io_printable(s.s, s.len, shown, sizeof shown));
   else if (!t->dt->supported)
     snprintf(c->what, VOLUA_ERR_MAX, "tensor '%s' has dtype %s, which volua does not read (it reads F32, F64, I32, I64)",
              nm, t->dt->name);
@@ -464,7 +441,7 @@ static int parse_info(cursor *c, st_info *t) {
   static const char *const keys[3] = {"dtype", "shape", "data_offsets"};
   if (!at(c, '{')) {
     snprintf(c->what, VOLUA_ERR_MAX, "tensor '%s' is not an object {\"dtype\", \"shape\", \"data_offsets\"}",
-             printable(t->name.s, t->name.len, shown, sizeof shown));
+             volua_io_printable(t->name.s, t->name.len, shown, sizeof shown));
     return 1;
   }
   while ((more = next_member(c, &first)) == 1) {
@@ -480,7 +457,7 @@ static int parse_info(cursor *c, st_info *t) {
     }
     if (seen[k]++) {
       snprintf(c->what, VOLUA_ERR_MAX, "tensor '%s' has \"%s\" twice",
-               printable(t->name.s, t->name.len, shown, sizeof shown), keys[k]);
+               volua_io_printable(t->name.s, t->name.len, shown, sizeof shown), keys[k]);
       return 1;
     }
     int rc = k == 0 ? parse_dtype(c, t) : k == 1 ? parse_shape(c, t) : parse_offsets(c, t);
@@ -490,7 +467,7 @@ static int parse_info(cursor *c, st_info *t) {
   for (int k = 0; k < 3; k++) {
     if (!seen[k]) {
       snprintf(c->what, VOLUA_ERR_MAX, "tensor '%s' has no \"%s\"",
-               printable(t->name.s, t->name.len, shown, sizeof shown), keys[k]);
+               volua_io_printable(t->name.s, t->name.len, shown, sizeof shown), keys[k]);
       return 1;
     }
   }
@@ -527,7 +504,7 @@ static int validate(cursor *c, st_header *h, uint64_t data_len) {
   for (int64_t i = 1; i < h->n; i++) {
     if (cmp_name(&h->infos[i - 1].name, &h->infos[i].name) == 0) {
       snprintf(c->what, VOLUA_ERR_MAX, "tensor name '%s' appears twice",
-               printable(h->infos[i].name.s, h->infos[i].name.len, shown, sizeof shown));
+               volua_io_printable(h->infos[i].name.s, h->infos[i].name.len, shown, sizeof shown));
       return 1;
     }
   }
@@ -535,7 +512,7 @@ static int validate(cursor *c, st_header *h, uint64_t data_len) {
   for (int64_t i = 1; i < h->nmeta; i++) {
     if (cmp_name(&h->meta[i - 1].key, &h->meta[i].key) == 0) {
       snprintf(c->what, VOLUA_ERR_MAX, "__metadata__ key '%s' appears twice",
-               printable(h->meta[i].key.s, h->meta[i].key.len, shown, sizeof shown));
+               volua_io_printable(h->meta[i].key.s, h->meta[i].key.len, shown, sizeof shown));
       return 1;
     }
   }
@@ -543,7 +520,7 @@ static int validate(cursor *c, st_header *h, uint64_t data_len) {
   int64_t pos = 0;
   for (int64_t i = 0; i < h->n; i++) {
     st_info *t = &h->infos[i];
-    printable(t->name.s, t->name.len, shown, sizeof shown);
+    volua_io_printable(t->name.s, t->name.len, shown, sizeof shown);
     if (t->end < t->begin) {
       snprintf(c->what, VOLUA_ERR_MAX, "tensor '%s' has data_offsets [%lld, %lld] that end before they begin",
                shown, (long long)t->begin, (long long)t->end);
@@ -666,7 +643,7 @@ static int take_header(st_header *h, volua_safetensors *out, const char *path, c
     free(out->tensors);
     memset(out, 0, sizeof *out);
     header_free(h);
-    return fail(err, "load_safetensors", path, "out of memory");
+    return volua_io_fail(err, "load_safetensors", path, "out of memory");
   }
   out->ntensors = h->n;
   for (int64_t i = 0; i < h->n; i++) {
@@ -684,7 +661,7 @@ static int take_header(st_header *h, volua_safetensors *out, const char *path, c
     if (volua_tensor_alloc(&out->tensors[i], t->ndim, t->shape, t->dt->dtype, VOLUA_DEVICE_CPU, e)) {
       volua_safetensors_free(out);
       header_free(h);
-      return fail(err, "load_safetensors", path, "%s", e);
+      return volua_io_fail(err, "load_safetensors", path, "%s", e);
     }
   }
   return 0;
@@ -718,9 +695,9 @@ int volua_safetensors_parse(const uint8_t *buf, size_t len, const char *path,
   uint64_t n;
   st_header h;
   memset(out, 0, sizeof *out);
-  if (preamble(buf, len, &n, what)) return fail(err, "load_safetensors", path, "%s", what);
+  if (preamble(buf, len, &n, what)) return volua_io_fail(err, "load_safetensors", path, "%s", what);
   if (parse_header((const char *)buf + 8, (size_t)n, len - 8 - n, &h, what))
-    return fail(err, "load_safetensors", path, "%s", what);
+    return volua_io_fail(err, "load_safetensors", path, "%s", what);
   if (take_header(&h, out, path, err)) return 1;
   const uint8_t *data = buf + 8 + n;
   for (int64_t i = 0; i < h.n; i++)
@@ -733,7 +710,7 @@ int volua_safetensors_load(const char *path, volua_safetensors *out, char *err) 
   char what[VOLUA_ERR_MAX];
   memset(out, 0, sizeof *out);
   FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, "load_safetensors", path, "cannot open: %s", strerror(errno));
+  if (!f) return volua_io_fail(err, "load_safetensors", path, "cannot open: %s", strerror(errno));
   struct stat st;
   char *hdr = NULL;
   uint8_t *bounce = NULL;
@@ -742,22 +719,22 @@ int volua_safetensors_load(const char *path, volua_safetensors *out, char *err) 
   uint8_t pre[8];
   uint64_t n, total;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fail(err, "load_safetensors", path, "not a regular file");
+    volua_io_fail(err, "load_safetensors", path, "not a regular file");
     goto done;
   }
   total = (uint64_t)st.st_size;
   if (fread(pre, 1, total < 8 ? (size_t)total : 8, f) != (total < 8 ? (size_t)total : 8)) {
-    fail(err, "load_safetensors", path, "read failed");
+    volua_io_fail(err, "load_safetensors", path, "read failed");
     goto done;
   }
-  if (preamble(pre, total, &n, what)) { fail(err, "load_safetensors", path, "%s", what); goto done; }
-  if (!(hdr = malloc((size_t)n + 1))) { fail(err, "load_safetensors", path, "out of memory"); goto done; }
+  if (preamble(pre, total, &n, what)) { volua_io_fail(err, "load_safetensors", path, "%s", what); goto done; }
+  if (!(hdr = malloc((size_t)n + 1))) { volua_io_fail(err, "load_safetensors", path, "out of memory"); goto done; }
   if (fread(hdr, 1, (size_t)n, f) != (size_t)n) {
-    fail(err, "load_safetensors", path, "read failed (the file shrank?)");
+    volua_io_fail(err, "load_safetensors", path, "read failed (the file shrank?)");
     goto done;
   }
   if (parse_header(hdr, (size_t)n, total - 8 - n, &h, what)) {
-    fail(err, "load_safetensors", path, "%s", what);
+    volua_io_fail(err, "load_safetensors", path, "%s", what);
     goto done;
   }
   if (take_header(&h, out, path, err)) goto done;
@@ -768,7 +745,7 @@ int volua_safetensors_load(const char *path, volua_safetensors *out, char *err) 
     uint8_t *dst = volua_tensor_data(&out->tensors[i]);
     size_t dsize = volua_dtype_size(out->tensors[i].dtype);
     if (t->dt->size != dsize && !bounce && !(bounce = malloc(CHUNK * 8))) {
-      fail(err, "load_safetensors", path, "out of memory");
+      volua_io_fail(err, "load_safetensors", path, "out of memory");
       volua_safetensors_free(out);
       goto done;
     }
@@ -777,7 +754,7 @@ int volua_safetensors_load(const char *path, volua_safetensors *out, char *err) 
       if (t->dt->size != dsize && m > CHUNK) m = CHUNK;
       uint8_t *src = t->dt->size == dsize ? dst + k * (int64_t)dsize : bounce;
       if (fread(src, t->dt->size, (size_t)m, f) != (size_t)m) {
-        fail(err, "load_safetensors", path, "read failed (the file shrank?)");
+        volua_io_fail(err, "load_safetensors", path, "read failed (the file shrank?)");
         volua_safetensors_free(out);
         goto done;
       }
@@ -871,7 +848,7 @@ static int cmp_entry(const void *a, const void *b) {
 static int check_utf8(const volua_str *s, const char *what_is_it, const char *op, const char *path, char *err) {
   char shown[160];
   if (utf8_check((const unsigned char *)s->s, s->len) == s->len) return 0;
-  return fail(err, op, path, "%s '%s' is not valid UTF-8", what_is_it, printable(s->s, s->len, shown, sizeof shown));
+  return volua_io_fail(err, op, path, "%s '%s' is not valid UTF-8", what_is_it, volua_io_printable(s->s, s->len, shown, sizeof shown));
 }
 
 /* Checks the entries and builds the padded header; *order gets them in file order. */
@@ -880,17 +857,17 @@ static int build_header(const volua_st_entry *entries, int64_t n, int has_metada
                         uint64_t *data_len, char *err) {
   const char *op = "save_safetensors";
   char shown[160];
-  if (n < 0 || nmeta < 0 || (nmeta > 0 && !has_metadata)) return fail(err, op, path, "bad entry counts");
+  if (n < 0 || nmeta < 0 || (nmeta > 0 && !has_metadata)) return volua_io_fail(err, op, path, "bad entry counts");
   for (int64_t i = 0; i < n; i++) {
     const volua_st_entry *e = &entries[i];
-    printable(e->name.s, e->name.len, shown, sizeof shown);
-    if (!e->tensor || !e->tensor->storage) return fail(err, op, path, "tensor '%s' has been freed", shown);
+    volua_io_printable(e->name.s, e->name.len, shown, sizeof shown);
+    if (!e->tensor || !e->tensor->storage) return volua_io_fail(err, op, path, "tensor '%s' has been freed", shown);
     if (e->tensor->device != VOLUA_DEVICE_CPU)
-      return fail(err, op, path, "tensor '%s' is on %s; copy it to the cpu first", shown,
+      return volua_io_fail(err, op, path, "tensor '%s' is on %s; copy it to the cpu first", shown,
                   volua_device_name(e->tensor->device));
     if (check_utf8(&e->name, "tensor name", op, path, err)) return 1;
     if (e->name.len == 12 && memcmp(e->name.s, "__metadata__", 12) == 0)
-      return fail(err, op, path, "'__metadata__' is reserved and cannot name a tensor");
+      return volua_io_fail(err, op, path, "'__metadata__' is reserved and cannot name a tensor");
   }
   for (int64_t i = 0; i < nmeta; i++) {
     if (check_utf8(&meta[i].key, "metadata key", op, path, err)) return 1;
@@ -901,7 +878,7 @@ static int build_header(const volua_st_entry *entries, int64_t n, int has_metada
   if (!ord || !mord) {
     free(ord);
     free(mord);
-    return fail(err, op, path, "out of memory");
+    return volua_io_fail(err, op, path, "out of memory");
   }
   for (int64_t i = 0; i < n; i++) ord[i] = &entries[i];
   sort(ord, n, sizeof *ord, cmp_entry_name);
@@ -910,8 +887,8 @@ static int build_header(const volua_st_entry *entries, int64_t n, int has_metada
       const volua_st_entry *dup = ord[i]; /* read before freeing ord */
       free(ord);
       free(mord);
-      return fail(err, op, path, "tensor name '%s' appears twice",
-                  printable(dup->name.s, dup->name.len, shown, sizeof shown));
+      return volua_io_fail(err, op, path, "tensor name '%s' appears twice",
+                  volua_io_printable(dup->name.s, dup->name.len, shown, sizeof shown));
     }
   }
   sort(ord, n, sizeof *ord, cmp_entry);
@@ -923,8 +900,8 @@ static int build_header(const volua_st_entry *entries, int64_t n, int has_metada
       const volua_st_pair *dup = mord[i]; /* read before freeing mord */
       free(ord);
       free(mord);
-      return fail(err, op, path, "metadata key '%s' appears twice",
-                  printable(dup->key.s, dup->key.len, shown, sizeof shown));
+      return volua_io_fail(err, op, path, "metadata key '%s' appears twice",
+                  volua_io_printable(dup->key.s, dup->key.len, shown, sizeof shown));
     }
   }
   put(hdr, "{", 1);
@@ -959,7 +936,7 @@ static int build_header(const volua_st_entry *entries, int64_t n, int has_metada
     free(ord);
     free(hdr->p);
     hdr->p = NULL;
-    return fail(err, op, path, "out of memory");
+    return volua_io_fail(err, op, path, "out of memory");
   }
   *order = ord;
   *data_len = off;
@@ -980,7 +957,7 @@ int volua_safetensors_serialize(const volua_st_entry *entries, int64_t n, int ha
   if (!out) {
     free(ord);
     free(hdr.p);
-    return fail(err, "save_safetensors", "<memory>", "out of memory");
+    return volua_io_fail(err, "save_safetensors", "<memory>", "out of memory");
   }
   for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)hdr.n >> (8 * i));
   memcpy(out + 8, hdr.p, hdr.n);
@@ -1009,7 +986,7 @@ int volua_safetensors_save(const char *path, const volua_st_entry *entries, int6
     int e = errno;
     free(ord);
     free(hdr.p);
-    return fail(err, "save_safetensors", path, "cannot open for writing: %s", strerror(e));
+    return volua_io_fail(err, "save_safetensors", path, "cannot open for writing: %s", strerror(e));
   }
   uint8_t len8[8];
   for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hdr.n >> (8 * i));
@@ -1025,7 +1002,7 @@ int volua_safetensors_save(const char *path, const volua_st_entry *entries, int6
   free(hdr.p);
   if (bad_write) {
     remove(path);
-    return fail(err, "save_safetensors", path, "write failed: %s", strerror(e));
+    return volua_io_fail(err, "save_safetensors", path, "write failed: %s", strerror(e));
   }
   return 0;
 }
