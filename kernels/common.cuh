@@ -14,24 +14,6 @@ extern "C" {
 
 // -- errors ----
 
-// Errors after which the context is unusable (every later CUDA call fails).
-static inline int volua_cuda_error_is_sticky(cudaError_t e) {
-  switch (e) {
-  case cudaErrorIllegalAddress:
-  case cudaErrorLaunchFailure:
-  case cudaErrorAssert:
-  case cudaErrorHardwareStackError:
-  case cudaErrorIllegalInstruction:
-  case cudaErrorMisalignedAddress:
-  case cudaErrorInvalidAddressSpace:
-  case cudaErrorInvalidPc:
-  case cudaErrorLaunchTimeout:
-  case cudaErrorECCUncorrectable:
-    return 1;
-  default:
-    return 0;
-  }
-}
 
 // "<op>: <cuda error> (<code>) in <expr> at <file>:<line>"; returns the code.
 static inline int volua_kernel_error(char *err, const char *op, cudaError_t e, const char *expr,

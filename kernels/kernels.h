@@ -8,6 +8,26 @@
 #include <cuda_runtime_api.h>
 #include "../src/op_params.h"
 
+/* Errors after which the CUDA context is unusable (every later call fails the same way):
+ * shared by the kernels' CUDA_CHECK and the runtime in src/cuda.c. */
+static inline int volua_cuda_error_is_sticky(cudaError_t e) {
+  switch (e) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchFailure:
+  case cudaErrorAssert:
+  case cudaErrorHardwareStackError:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorInvalidPc:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorECCUncorrectable:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

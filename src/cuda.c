@@ -48,35 +48,18 @@ void *volua_cuda_stream(void) { return NULL; }
 
 #include <pthread.h>
 #include <cuda_runtime_api.h>
+#include "../kernels/kernels.h" /* volua_cuda_error_is_sticky */
 
 static const double GIB = 1024.0 * 1024.0 * 1024.0;
 
 /* -- errors ---- */
 
-/* Errors after which the context is unusable: every later CUDA call fails the same way. */
-static int is_sticky(cudaError_t e) {
-  switch (e) {
-  case cudaErrorIllegalAddress:
-  case cudaErrorLaunchFailure:
-  case cudaErrorAssert:
-  case cudaErrorHardwareStackError:
-  case cudaErrorIllegalInstruction:
-  case cudaErrorMisalignedAddress:
-  case cudaErrorInvalidAddressSpace:
-  case cudaErrorInvalidPc:
-  case cudaErrorLaunchTimeout:
-  case cudaErrorECCUncorrectable:
-    return 1;
-  default:
-    return 0;
-  }
-}
 
 /* "cuda: <what> failed: <text> (<code>)", with a warning when the context is lost. */
 static int cuda_fail(char *err, const char *what, cudaError_t e) {
   if (err)
     snprintf(err, VOLUA_ERR_MAX, "cuda: %s failed: %s (%d)%s", what, cudaGetErrorString(e), (int)e,
-             is_sticky(e) ? "; the GPU context is lost, restart volua to use the GPU again" : "");
+             volua_cuda_error_is_sticky(e) ? "; the GPU context is lost, restart volua to use the GPU again" : "");
   return 1;
 }
 
