@@ -60,35 +60,19 @@ static void transpose_row(const volua_conv_transpose3d_geom *g, const float *x, 
   }
 }
 
-int volua_cpu_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
-                               const float *b, float *y, char *err) {
-  const int64_t Do = g->out[0], Ho = g->out[1], Wo = g->out[2];
-  const int64_t slabs = g->N * g->C_out * Do; /* (n, co, od), Ho rows each, in y's order */
-  int nomem = 0;
+/* The arguments of one call, for the rows of volua_cpu_rows. */
+typedef struct { const volua_conv_transpose3d_geom *g; const float *x, *w, *b; } conv_transpose3d_args;
 
-#pragma omp parallel
-  {
-    double *row = malloc((size_t)Wo * sizeof *row);
-    if (!row) {
-#pragma omp atomic write
-      nomem = 1;
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t s = 0; s < slabs; s++) {
-      if (!row || volua_interrupted) continue;
-      const int64_t od = s % Do, co = s / Do % g->C_out, n = s / Do / g->C_out;
-      float *ys = y + s * Ho * Wo;
-      for (int64_t oh = 0; oh < Ho; oh++) {
-        transpose_row(g, x, w, b, n, co, od, oh, row);
-        for (int64_t ow = 0; ow < Wo; ow++) ys[oh * Wo + ow] = (float)row[ow];
-      }
-    }
-    free(row);
-  }
-  if (nomem) {
-    snprintf(err, VOLUA_ERR_MAX, "conv_transpose3d: out of memory for a row buffer of %lld doubles",
-             (long long)Wo);
-    return 1;
-  }
-  return volua_cpu_check_interrupt("conv_transpose3d", err);
+/* Row r of slab s = (n, co, od) in y's order. */
+static void conv_transpose3d_slab_row(const void *ctx, int64_t s, int64_t oh, double *row) {
+  const conv_transpose3d_args *a = ctx;
+  const int64_t Do = a->g->out[0];
+  const int64_t od = s % Do, co = s / Do % a->g->C_out, n = s / Do / a->g->C_out;
+  transpose_row(a->g, a->x, a->w, a->b, n, co, od, oh, row);
+}
+
+int volua_cpu_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w, const float *b, float *y, char *err) {
+  conv_transpose3d_args a = {g, x, w, b};
+  return volua_cpu_rows(g->N * g->C_out * g->out[0], g->out[1], g->out[2], conv_transpose3d_slab_row, &a, y,
+                        "conv_transpose3d", err);
 }

@@ -36,6 +36,13 @@ int volua_cpu_allclose(int64_t n, int dt, const void *a, const void *b, double r
                        int equal_nan);
 void volua_cpu_convert(int64_t n, int dst_dt, void *dst, int src_dt, const void *src);
 
+/* Fills y, laid out as (slabs, rows, cols), one row at a time: row(ctx, slab, r, buf) computes a
+ * row of cols doubles into buf. Slabs run in parallel over the cores, each thread with its own
+ * buffer. Stops early (and says "<op>: interrupted") on Ctrl-C. */
+typedef void (*volua_cpu_row_fn)(const void *ctx, int64_t slab, int64_t r, double *buf);
+int volua_cpu_rows(int64_t slabs, int64_t rows, int64_t cols, volua_cpu_row_fn row, const void *ctx,
+                   float *y, const char *op, char *err);
+
 /* Poll in long loops: returns 1 (and writes "<op>: interrupted") once Ctrl-C was pressed. */
 int volua_cpu_check_interrupt(const char *op, char *err);
 
