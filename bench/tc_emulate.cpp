@@ -250,9 +250,9 @@ static void print_plan(const char *name, volua_tc::Params p, int epi, bool split
     printf("%-8s %s: not applicable\n", name, split ? "fp32" : "tf32");
     return;
   }
-  const int64_t hmma = p.ntiles * p.co_blocks * (TC_BM / 16) * (p.BN / 8) * (int64_t)p.ksteps * p.nchunks * (split ? 3 : 1);
-  printf("%-8s %s: BN %d, %d chunk(s) of %d channels, %d k-steps/chunk, %lld tiles x %d channel blocks, smem %zu B, "
-         "%.1f M mma\n", name, split ? "fp32" : "tf32", p.BN, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles,
+  const int64_t hmma = p.ntiles * p.co_blocks * (p.BM / 16) * (p.BN / 8) * (int64_t)p.ksteps * p.nchunks * (split ? 3 : 1);
+  printf("%-8s %s: BM %d, BN %d, %d chunk(s) of %d channels, %d k-steps/chunk, %lld tiles x %d channel blocks, smem %zu B, "
+         "%.1f M mma\n", name, split ? "fp32" : "tf32", p.BM, p.BN, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles,
          p.co_blocks, p.smem, (double)hmma / 1e6);
 }
 

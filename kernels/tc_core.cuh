@@ -45,10 +45,9 @@ namespace volua_tc {
 
 enum { EPI_STORE = 0, EPI_WBOX = 1, EPI_STATS = 2 };
 
-// Rows of a warp: WM m16 tiles; a block has TC_WARPS warps stacked along M: BM = 256.
-#define TC_WM 2
+// Rows of a warp: WM m16 tiles (2, or 4 in math "tf32" where the registers allow); a block has
+// TC_WARPS warps stacked along M: BM = 256 or 512 positions.
 #define TC_WARPS 8
-#define TC_BM (TC_WARPS * TC_WM * 16)
 
 // Where the weight of (co, ci, tap j) is: w[co*w_co + ci*w_ci + (k0*kdim1 + k1)*kdim2 + k2] with
 // k = kfirst + j*kstep per dim (conv3d: kfirst 0, kstep 1; a transposed phase walks its taps).
@@ -66,8 +65,11 @@ struct Params {
   int64_t Q[3], istride[3], ipad[3], idil[3], taps[3];
   int64_t out[3], ostep[3], oofs[3];
   // the plan (tc_plan)
-  int BN, E, ci_chunk, nchunks, ksteps, co_blocks, parts;
+  int WM, BM, BN, E, ci_chunk, nchunks, ksteps, co_blocks, parts;
   int64_t plane, tiles_per_plane, tiles_per_n, ntiles;
+  int vec4, lpr, cshift, x32; // tc_stage_patch: 16-byte copies, lanes per row, left shift, int offsets
+  int contig;                 // EPI_STORE: a tile's outputs per channel are one run from its first position
+  int off32;                  // BN output volumes (and every output coordinate) fit in int
   int prow, wp, pitch_w, pitch_d, pitch_c, patch_floats, zero_floats, buf_floats, w_floats;
   int kofs_bytes, stats_bytes;
   size_t smem;
@@ -82,34 +84,68 @@ TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, in
   const int64_t pt = T % p.tiles_per_plane, r = T / p.tiles_per_plane;
   qd = r % p.Q[0];
   n = r / p.Q[0];
-  p0 = pt * TC_BM;
+  p0 = pt * p.BM;
 }
 
 // The input patch tile T reads for channel chunk `chunk`: per channel, taps[0] planes of `rows`
-// rows of wp columns; padding and channels past C_in become zeros.
+// rows of wp columns; padding and channels past C_in become zeros. Each warp takes rows r, r +
+// step, ... (its (channel, plane, row) advanced by carries, not divisions). With p.vec4 (W a
+// multiple of 4, a 16-byte aligned input, pitches multiples of 4) the patch starts p.cshift columns
+// left of the first column read, so that every group of 4 columns is wholly inside the input or
+// wholly padding: a lane copies 4 columns at once and a warp takes 32 / lpr rows per step (lpr
+// lanes per row). I is int where a sample's input has fewer than 2^31 elements (p.x32), else int64_t.
+template <class I>
+TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0) {
+  const int td = (int)p.taps[0], nrows = p.ci_chunk * td * rows;
+  const I D = (I)p.in[0], H = (I)p.in[1], W = (I)p.in[2], C = (I)p.C_in, dil0 = (I)p.idil[0];
+  const I ipad2 = (I)(p.ipad[2] + p.cshift);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int lpr = p.vec4 ? p.lpr : 32, rpi = 32 / lpr, sub = lane / lpr, cl = lane - sub * lpr;
+  const int step = nwarps * rpi;
+  int r = warp * rpi + sub;
+  int cil = r / (td * rows), jd = (r - cil * td * rows) / rows, row = r - (cil * td + jd) * rows;
+  for (; r < nrows; r += step) {
+    const I ci = (I)chunk * p.ci_chunk + cil, id = id0 + jd * dil0, ih = ih0 + row;
+    const bool rowok = ci < C && id >= 0 && id < D && ih >= 0 && ih < H;
+    const float *src = rowok ? xn + ((ci * D + id) * H + ih) * W : p.x;
+    float *dst = buf + cil * p.pitch_c + jd * p.pitch_d + row * p.pitch_w;
+    if (p.vec4) {
+      for (int c = 4 * cl; c < p.wp; c += 4 * lpr) {
+        const I iw = c - ipad2;
+        const bool ok = rowok && iw >= 0 && iw < W;
+        tc_cp16z(dst + c, ok ? src + iw : p.x, ok);
+      }
+    } else {
+      for (int c = lane; c < p.wp; c += 32) {
+        const I iw = c - ipad2;
+        const bool ok = rowok && iw >= 0 && iw < W;
+        tc_cp4(dst + c, ok ? src + iw : p.x, ok);
+      }
+    }
+    row += step;
+    while (row >= rows) {
+      row -= rows;
+      if (++jd == td) {
+        jd = 0;
+        cil++;
+      }
+    }
+  }
+}
+
 TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk) {
   int64_t n, qd, p0;
   tc_decode(p, T, n, qd, p0);
   const int64_t Q2 = p.Q[2];
-  const int64_t plast = (p0 + TC_BM < p.plane ? p0 + TC_BM : p.plane) - 1;
+  const int64_t plast = (p0 + p.BM < p.plane ? p0 + p.BM : p.plane) - 1;
   const int64_t qh0 = p0 / Q2, qh1 = plast / Q2;
   const int rows = (int)((qh1 - qh0) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1);
   const int64_t ih0 = qh0 * p.istride[1] - p.ipad[1], id0 = qd * p.istride[0] - p.ipad[0];
-  const int per_ci = (int)p.taps[0] * rows, nrows = p.ci_chunk * per_ci;
-  const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  for (int r = warp; r < nrows; r += nwarps) {
-    const int cil = r / per_ci, rem = r - cil * per_ci, jd = rem / rows, row = rem - jd * rows;
-    const int64_t ci = (int64_t)chunk * p.ci_chunk + cil, id = id0 + jd * p.idil[0], ih = ih0 + row;
-    const bool rowok = ci < p.C_in && id >= 0 && id < D && ih >= 0 && ih < H;
-    const float *src = rowok ? p.x + (((n * p.C_in + ci) * D + id) * H + ih) * W : p.x;
-    float *dst = buf + cil * p.pitch_c + jd * p.pitch_d + row * p.pitch_w;
-    for (int c = lane; c < p.wp; c += 32) {
-      const int64_t iw = c - p.ipad[2];
-      const bool ok = rowok && iw >= 0 && iw < W;
-      tc_cp4(dst + c, ok ? src + iw : p.x, ok);
-    }
-  }
+  const float *xn = p.x + n * p.C_in * p.in[0] * p.in[1] * p.in[2];
+  if (p.x32 && id0 > -(1 << 30) && id0 < (1 << 30) && ih0 > -(1 << 30) && ih0 < (1 << 30))
+    tc_stage_rows<int>(p, buf, xn, chunk, rows, (int)id0, (int)ih0);
+  else
+    tc_stage_rows<int64_t>(p, buf, xn, chunk, rows, id0, ih0);
 }
 
 TC_DEVICE void tc_stage_weights(const Params &p, float *wbuf, const float *src) {
@@ -123,16 +159,16 @@ TC_DEVICE void tc_stage_weights(const Params &p, float *wbuf, const float *src) 
 // needs no conversion, and math "fp32" takes big = the truncated value and small = v - big (exact);
 // the simulation in bench/NOTES.md finds truncation as accurate as rounding here, since the
 // accumulator's own truncation dominates.
-template <int WN, bool SPLIT>
-TC_DEVICE void tc_compute(const Params &p, const char *__restrict__ P0, const int (&ro)[TC_WM][2], const float *__restrict__ Wb,
-                          const int2 *__restrict__ ko, float (&acc)[TC_WM][WN][4], float (&corr)[TC_WM][WN][4]) {
+template <int WM, int WN, bool SPLIT>
+TC_DEVICE void tc_compute(const Params &p, const char *__restrict__ P0, const int (&ro)[WM][2], const float *__restrict__ Wb,
+                          const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
   const int lane = threadIdx.x & 31, t = lane & 3;
 #pragma unroll 2
   for (int s = 0; s < p.ksteps; s++) {
     const int2 kk = ko[s * 4 + t];
-    uint32_t ab[TC_WM][4], as[TC_WM][4];
+    uint32_t ab[WM][4], as[WM][4];
 #pragma unroll
-    for (int i = 0; i < TC_WM; i++) {
+    for (int i = 0; i < WM; i++) {
       const float v[4] = {*reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.x)),
                           *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.x)),
                           *reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.y)),
@@ -160,7 +196,7 @@ TC_DEVICE void tc_compute(const Params &p, const char *__restrict__ P0, const in
         bb[0] = __float_as_uint(w2.x), bb[1] = __float_as_uint(w2.y);
       }
 #pragma unroll
-      for (int i = 0; i < TC_WM; i++) {
+      for (int i = 0; i < WM; i++) {
         tc_mma(acc[i][j], ab[i], bb);
         if (SPLIT) {
           tc_mma(corr[i][j], ab[i], bs);
@@ -176,10 +212,14 @@ TC_DEVICE void tc_compute(const Params &p, const char *__restrict__ P0, const in
 // one live phase: every row it touches is then written whole, in one pass); EPI_STATS writes
 // nothing per position but sums v and v*v per channel (double) for the fused group_norm mean:
 // block (part, n) takes the tiles part, part + parts, ... of sample n.
-template <int WN, bool SPLIT, int EPI>
-TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32) tc_conv_kernel(const Params p) {
+// Statistics kernels and the small tf32 variant (WM 2, WN 4) are capped at 128 registers so that
+// two blocks share an SM (one block alone leaves the tensor cores idle through its staging,
+// barriers and epilogue).
+template <int WM, int WN, bool SPLIT, int EPI>
+TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 && WN <= 4)) ? 2 : 1)
+    tc_conv_kernel(const Params p) {
   TC_SMEM_DECL(smem);
-  constexpr int BN = WN * 8;
+  constexpr int BN = WN * 8, BM = TC_WARPS * WM * 16;
   int *kot = reinterpret_cast<int *>(smem);
   float *wb0 = reinterpret_cast<float *>(smem + p.kofs_bytes);
   float *wb1 = wb0 + (p.nchunks > 1 ? p.w_floats : 0);
@@ -227,7 +267,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32) tc_conv_kernel(const Params p) {
   }
   tc_commit();
 
-  float acc[TC_WM][WN][4], corr[TC_WM][WN][4];
+  float acc[WM][WN][4], corr[WM][WN][4];
   double dsum[WN][2], dsq[WN][2];
 #pragma unroll
   for (int j = 0; j < WN; j++) dsum[j][0] = dsum[j][1] = dsq[j][0] = dsq[j][1] = 0.0;
@@ -249,7 +289,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32) tc_conv_kernel(const Params p) {
 
     if (c == 0) {
 #pragma unroll
-      for (int i = 0; i < TC_WM; i++)
+      for (int i = 0; i < WM; i++)
 #pragma unroll
         for (int j = 0; j < WN; j++)
 #pragma unroll
@@ -258,39 +298,133 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32) tc_conv_kernel(const Params p) {
     int64_t n, qd, p0;
     tc_decode(p, T, n, qd, p0);
     const int64_t Q2 = p.Q[2];
-    const int64_t plast = (p0 + TC_BM < p.plane ? p0 + TC_BM : p.plane) - 1, qh0 = p0 / Q2;
-    const int buf_off = (it & 1) ? p.buf_floats : 0;
-    int ro[TC_WM][2];
+    const int64_t qh0 = p0 / Q2;
+    // positions of this thread relative to the tile's first row, in 32-bit arithmetic (tc_plan keeps
+    // Q2 and the tile's rows far below 2^31): dq[i][h] rows below qh0, column qw[i][h]
+    const int qw0 = (int)(p0 - qh0 * Q2), nlast = (int)((p0 + BM < p.plane ? BM : p.plane - p0) - 1);
+    const unsigned uQ2 = (unsigned)Q2;
+    int dq[WM][2], qw[WM][2];
+    bool live[WM][2];
 #pragma unroll
-    for (int i = 0; i < TC_WM; i++)
+    for (int i = 0; i < WM; i++)
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        int64_t pos = p0 + warp * TC_WM * 16 + i * 16 + g + 8 * h;
-        if (pos > plast) pos = plast; // computed, never stored
-        const int64_t qh = pos / Q2, qw = pos - qh * Q2;
-        ro[i][h] = (buf_off + (int)((qh - qh0) * p.istride[1]) * p.pitch_w + (int)(qw * p.istride[2])) * 4;
+        const int off = warp * WM * 16 + i * 16 + g + 8 * h;
+        live[i][h] = off <= nlast;
+        const unsigned rel = (unsigned)(qw0 + (off <= nlast ? off : nlast)); // past the plane: computed, never stored
+        dq[i][h] = (int)(rel / uQ2);
+        qw[i][h] = (int)(rel - (unsigned)dq[i][h] * uQ2);
       }
-    tc_compute<WN, SPLIT>(p, reinterpret_cast<const char *>(pb0), ro, (p.nchunks > 1 && (it & 1)) ? wb1 : wb0,
+    const int buf_off = (it & 1) ? p.buf_floats : 0;
+    int ro[WM][2];
+#pragma unroll
+    for (int i = 0; i < WM; i++)
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+        ro[i][h] = (buf_off + dq[i][h] * (int)p.istride[1] * p.pitch_w + qw[i][h] * (int)p.istride[2] + p.cshift) * 4;
+    tc_compute<WM, WN, SPLIT>(p, reinterpret_cast<const char *>(pb0), ro, (p.nchunks > 1 && (it & 1)) ? wb1 : wb0,
                           reinterpret_cast<const int2 *>(kot), acc, corr);
 
-    if (c == p.nchunks - 1) { // -- epilogue ----
-      const int64_t ovol = p.out[0] * p.out[1] * p.out[2], od = qd * p.ostep[0] + p.oofs[0];
+    if (EPI == EPI_STORE && c == p.nchunks - 1 && p.contig) {
+      // -- epilogue of a plain convolution: position p0 + off of channel co is at
+      // y[((n * C_out + co) * OD + qd) * plane + p0 + off], so 32-bit offsets from one tile base ----
+      const int ovol = (int)(p.out[0] * p.plane);
+      const int64_t co0 = (int64_t)cb * BN + 2 * t;
+      float *yt = p.y + ((n * p.C_out + co0) * p.out[0] + qd) * p.plane + p0;
 #pragma unroll
-      for (int i = 0; i < TC_WM; i++)
+      for (int j = 0; j < WN; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          if (co0 + j * 8 + e >= p.C_out) continue;
+          const float bv = p.bias ? __ldg(p.bias + co0 + j * 8 + e) : 0.0f;
+#pragma unroll
+          for (int i = 0; i < WM; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              const int off = warp * WM * 16 + i * 16 + g + 8 * h;
+              float v = acc[i][j][2 * h + e];
+              if (SPLIT) v += corr[i][j][2 * h + e];
+              if (live[i][h]) yt[(j * 8 + e) * ovol + off] = v + bv;
+            }
+        }
+    } else if (EPI != EPI_STATS && c == p.nchunks - 1 && p.off32) {
+      // -- epilogue with 32-bit offsets from the tile's (n, first channel) base (p.off32: BN output
+      // volumes fit in int): row offsets once per position, then per channel one add ----
+      const int ovol = (int)(p.out[0] * p.out[1] * p.out[2]), out2 = (int)p.out[2], ost2 = (int)p.ostep[2];
+      const int od = (int)(qd * p.ostep[0] + p.oofs[0]), oh0 = (int)(qh0 * p.ostep[1] + p.oofs[1]);
+      const int64_t co0 = (int64_t)cb * BN + 2 * t;
+      float *yt = p.y + (n * p.C_out + co0) * (int64_t)ovol;
+      int ro32[WM][2], ow32[WM][2];
+#pragma unroll
+      for (int i = 0; i < WM; i++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-          const int64_t pos = p0 + warp * TC_WM * 16 + i * 16 + g + 8 * h;
-          if (pos >= p.plane) continue;
-          const int64_t qh = pos / Q2, qw = pos - qh * Q2;
-          const int64_t oh = qh * p.ostep[1] + p.oofs[1], ow = qw * p.ostep[2] + p.oofs[2];
-          const int64_t rowoff = (od * p.out[1] + oh) * p.out[2];
+          ow32[i][h] = qw[i][h] * ost2 + (int)p.oofs[2];
+          ro32[i][h] = (od * (int)p.out[1] + oh0 + dq[i][h] * (int)p.ostep[1]) * out2;
+        }
 #pragma unroll
-          for (int j = 0; j < WN; j++)
+      for (int j = 0; j < WN; j++)
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-              const int64_t co = (int64_t)cb * BN + j * 8 + 2 * t + e;
-              if (co >= p.C_out) continue;
-              const float bv = p.bias ? __ldg(p.bias + co) : 0.0f;
+        for (int e = 0; e < 2; e++) {
+          if (co0 + j * 8 + e >= p.C_out) continue;
+          const float bv = p.bias ? __ldg(p.bias + co0 + j * 8 + e) : 0.0f;
+          float *yc = yt + (j * 8 + e) * ovol;
+#pragma unroll
+          for (int i = 0; i < WM; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              if (!live[i][h]) continue;
+              float v = acc[i][j][2 * h + e];
+              if (SPLIT) v += corr[i][j][2 * h + e];
+              yc[ro32[i][h] + ow32[i][h]] = v + bv;
+            }
+        }
+      if (EPI == EPI_WBOX) {
+        // The dead columns after each live one (to the next live one, or to the row's end) and
+        // before the first: bias or 0, independent of the sums, so a rolled loop (an unrolled one
+        // per channel made the kernel overflow the instruction cache).
+#pragma unroll 1
+        for (int ih = 0; ih < 2 * WM; ih++) {
+          const int off = warp * WM * 16 + (ih >> 1) * 16 + g + 8 * (ih & 1);
+          if (off > nlast) continue;
+          const unsigned rel = (unsigned)(qw0 + off);
+          const int dqv = (int)(rel / uQ2), qwv = (int)(rel - (unsigned)dqv * uQ2);
+          const int ow = qwv * ost2 + (int)p.oofs[2], hi = qwv == Q2 - 1 ? out2 : ow + ost2;
+          const int lo = qwv == 0 ? 0 : ow + 1;
+          float *yr = yt + (od * (int)p.out[1] + oh0 + dqv * (int)p.ostep[1]) * out2;
+#pragma unroll 1
+          for (int ch = 0; ch < 2 * WN; ch++) {
+            const int cl = (ch >> 1) * 8 + (ch & 1);
+            if (co0 + cl >= p.C_out) continue;
+            const float bv = p.bias ? __ldg(p.bias + co0 + cl) : 0.0f;
+            float *yc = yr + cl * ovol;
+            for (int o = lo; o < hi; o++)
+              if (o != ow) yc[o] = bv;
+          }
+        }
+      }
+    } else if (c == p.nchunks - 1) { // -- epilogue: per channel (bias and base once), then the thread's rows ----
+      const int64_t ovol = p.out[0] * p.out[1] * p.out[2], od = qd * p.ostep[0] + p.oofs[0];
+      int64_t rowoff[WM][2];
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+          rowoff[i][h] = (od * p.out[1] + (qh0 + dq[i][h]) * p.ostep[1] + p.oofs[1]) * p.out[2];
+      const int64_t co0 = (int64_t)cb * BN + 2 * t;
+      float *ybase = EPI == EPI_STATS ? p.y : p.y + (n * p.C_out + co0) * ovol;
+#pragma unroll
+      for (int j = 0; j < WN; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          if (co0 + j * 8 + e >= p.C_out) continue;
+          const float bv = p.bias ? __ldg(p.bias + co0 + j * 8 + e) : 0.0f;
+          float *yc = EPI == EPI_STATS ? p.y : ybase + (int64_t)(j * 8 + e) * ovol;
+#pragma unroll
+          for (int i = 0; i < WM; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              if (!live[i][h]) continue;
               float v = acc[i][j][2 * h + e];
               if (SPLIT) v += corr[i][j][2 * h + e];
               v += bv;
@@ -298,9 +432,10 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32) tc_conv_kernel(const Params p) {
                 dsum[j][e] += (double)v;
                 dsq[j][e] += (double)v * (double)v;
               } else {
-                float *yr = p.y + (n * p.C_out + co) * ovol + rowoff;
+                const int64_t ow = (int64_t)qw[i][h] * p.ostep[2] + p.oofs[2];
+                float *yr = yc + rowoff[i][h];
                 if (EPI == EPI_WBOX) {
-                  const int64_t lo = qw == 0 ? 0 : ow, hi = qw == Q2 - 1 ? p.out[2] : ow + p.ostep[2];
+                  const int64_t lo = qw[i][h] == 0 ? 0 : ow, hi = qw[i][h] == Q2 - 1 ? p.out[2] : ow + p.ostep[2];
                   for (int64_t o = lo; o < hi; o++) yr[o] = o == ow ? v : bv;
                 } else {
                   yr[ow] = v;
@@ -393,22 +528,41 @@ static inline int64_t tc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Fills the plan fields of p for BN = 8*WN channels per block, or returns 0 when the geometry does
 // not fit shared memory or 32-bit shared offsets. Prefers the whole of C_in in one chunk (weights
 // staged once per block), else the fewest chunks that fit.
-static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env) {
+static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env, int WM = 2) {
+  p.WM = WM;
+  p.BM = TC_WARPS * WM * 16;
   p.BN = WN * 8;
   p.E = split ? 4 : 2;
   for (int d = 0; d < 3; d++)
     if (p.Q[d] <= 0 || p.taps[d] <= 0 || p.taps[d] > 4096 || p.istride[d] > 4096 || p.idil[d] > 4096) return 0;
   const int64_t lim = (int64_t)1 << 28; // keeps every shared-memory offset product in int
   p.plane = p.Q[1] * p.Q[2];
-  p.tiles_per_plane = tc_cdiv(p.plane, TC_BM);
+  p.tiles_per_plane = tc_cdiv(p.plane, p.BM);
   p.tiles_per_n = p.Q[0] * p.tiles_per_plane;
   p.ntiles = p.N * p.tiles_per_n;
-  const int64_t nq = p.Q[1] < (TC_BM - 1) / p.Q[2] + 2 ? p.Q[1] : (TC_BM - 1) / p.Q[2] + 2;
+  const int64_t nq = p.Q[1] < (p.BM - 1) / p.Q[2] + 2 ? p.Q[1] : (p.BM - 1) / p.Q[2] + 2;
   const int64_t prow = (nq - 1) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1;
-  const int64_t wp = (p.Q[2] - 1) * p.istride[2] + (p.taps[2] - 1) * p.idil[2] + 1;
-  if (prow > lim || wp > lim) return 0;
+  const int64_t wp0 = (p.Q[2] - 1) * p.istride[2] + (p.taps[2] - 1) * p.idil[2] + 1;
+  if (prow > lim || wp0 > lim) return 0;
+  // 16-byte staging: the patch starts cshift columns early so that its column c reads input column
+  // c - (ipad + cshift), a multiple of 4 at every fourth c
+  p.vec4 = p.in[2] % 4 == 0 && ((uintptr_t)p.x % 16) == 0;
+  p.cshift = p.vec4 ? (int)(((-p.ipad[2]) % 4 + 4) % 4) : 0;
+  const int64_t wp = wp0 + p.cshift;
+  p.x32 = p.C_in * p.in[0] * p.in[1] * p.in[2] < ((int64_t)1 << 31) - 1;
+  p.contig = epi == EPI_STORE && p.Q[1] == p.out[1] && p.Q[2] == p.out[2];
+  for (int d = 0; d < 3; d++) p.contig = p.contig && p.ostep[d] == 1 && p.oofs[d] == 0;
+  p.contig = p.contig && (int64_t)(WN * 8) * p.out[0] * p.out[1] * p.out[2] < ((int64_t)1 << 31) - 4096;
+  p.off32 = (int64_t)(WN * 8) * p.out[0] * p.out[1] * p.out[2] < ((int64_t)1 << 31) - 4096;
+  { // VOLUA_TC_OFF32=0: the 64-bit epilogue (for measuring)
+    const char *o32 = getenv("VOLUA_TC_OFF32");
+    if (o32 && strcmp(o32, "0") == 0) p.off32 = 0;
+  }
   int64_t pitch = wp;
-  while (pitch % 32 < 9 || pitch % 32 > 23) pitch++; // rows 9..23 banks apart: no A-load conflicts
+  while (pitch % 32 < 9 || pitch % 32 > 23 || (p.vec4 && pitch % 4 != 0)) pitch++; // rows 9..23 banks apart: no A-load conflicts
+  const int64_t cols4 = (wp + 3) / 4;
+  p.lpr = 32;
+  while (p.lpr > 1 && p.lpr / 2 >= cols4) p.lpr /= 2;
   const int64_t pitch_d = prow * pitch, pitch_c = p.taps[0] * pitch_d;
   if (pitch_d > lim || pitch_c > lim) return 0;
   const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
@@ -510,9 +664,9 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   static char last[512];
   char line[512];
   snprintf(line, sizeof line,
-          "volua tc: %s %s BN %d %s, Q (%lld, %lld, %lld) taps (%lld, %lld, %lld), C_in %lld in %d chunk(s) of "
+          "volua tc: %s %s BM %d BN %d %s, Q (%lld, %lld, %lld) taps (%lld, %lld, %lld), C_in %lld in %d chunk(s) of "
           "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld\n",
-          op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : "store", p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
+          op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : "store", p.BM, p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
           (long long)p.Q[0], (long long)p.Q[1], (long long)p.Q[2], (long long)p.taps[0], (long long)p.taps[1],
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y);
@@ -521,9 +675,9 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   fputs(line, stderr);
 }
 
-template <int WN, bool SPLIT, int EPI> static inline int tc_launch_main(Params &p, const Env &env, tc_stream s,
-                                                                        const char *op, char *err) {
-  void (*kernel)(const Params) = tc_conv_kernel<WN, SPLIT, EPI>;
+template <int WM, int WN, bool SPLIT, int EPI>
+static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const char *op, char *err) {
+  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI>;
   // The shared-memory limit and the occupancy query cost host time inside a timed call: done once
   // per kernel and size (one thread calls ops: the statics need no lock).
   static size_t smem_set = 0, nb_smem = 0;
@@ -570,41 +724,81 @@ static inline int tc_no_variant(const Params &p, const char *op, char *err) {
 template <class P> static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, const char *op, char *err) {
   const bool split = p.E == 4;
   const int wn = p.BN / 8;
-  if (epi == EPI_WBOX) {
-    if (wn == 8) return split ? tc_launch_main<8, true, EPI_WBOX>(p, env, s, op, err) : tc_launch_main<8, false, EPI_WBOX>(p, env, s, op, err);
-    if (wn == 4) return split ? tc_launch_main<4, true, EPI_WBOX>(p, env, s, op, err) : tc_launch_main<4, false, EPI_WBOX>(p, env, s, op, err);
-  } else {
-    if (wn == 8) return split ? tc_launch_main<8, true, EPI_STORE>(p, env, s, op, err) : tc_launch_main<8, false, EPI_STORE>(p, env, s, op, err);
-    if (wn == 4) return split ? tc_launch_main<4, true, EPI_STORE>(p, env, s, op, err) : tc_launch_main<4, false, EPI_STORE>(p, env, s, op, err);
+  if (split && p.WM == 2) {
+    if (epi == EPI_WBOX) {
+      if (wn == 8) return tc_launch_main<2, 8, true, EPI_WBOX>(p, env, s, op, err);
+      if (wn == 4) return tc_launch_main<2, 4, true, EPI_WBOX>(p, env, s, op, err);
+    } else {
+      if (wn == 8) return tc_launch_main<2, 8, true, EPI_STORE>(p, env, s, op, err);
+      if (wn == 4) return tc_launch_main<2, 4, true, EPI_STORE>(p, env, s, op, err);
+    }
+  } else if (!split && p.WM == 2) {
+    if (epi == EPI_WBOX) {
+      if (wn == 8) return tc_launch_main<2, 8, false, EPI_WBOX>(p, env, s, op, err);
+      if (wn == 4) return tc_launch_main<2, 4, false, EPI_WBOX>(p, env, s, op, err);
+    } else {
+      if (wn == 8) return tc_launch_main<2, 8, false, EPI_STORE>(p, env, s, op, err);
+      if (wn == 4) return tc_launch_main<2, 4, false, EPI_STORE>(p, env, s, op, err);
+    }
+  } else if (!split && p.WM == 4) {
+    if (epi == EPI_WBOX) {
+      if (wn == 8) return tc_launch_main<4, 8, false, EPI_WBOX>(p, env, s, op, err);
+      if (wn == 4) return tc_launch_main<4, 4, false, EPI_WBOX>(p, env, s, op, err);
+    } else {
+      if (wn == 8) return tc_launch_main<4, 8, false, EPI_STORE>(p, env, s, op, err);
+      if (wn == 4) return tc_launch_main<4, 4, false, EPI_STORE>(p, env, s, op, err);
+    }
   }
   return tc_no_variant(p, op, err);
 }
 
 template <class P> static inline int tc_launch_stats(P &p, const Env &env, tc_stream s, const char *op, char *err) {
   const bool split = p.E == 4;
+  if (p.WM != 2) return tc_no_variant(p, op, err);
   switch (p.BN / 8) {
-  case 1: return split ? tc_launch_main<1, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<1, false, EPI_STATS>(p, env, s, op, err);
-  case 2: return split ? tc_launch_main<2, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, false, EPI_STATS>(p, env, s, op, err);
-  case 3: return split ? tc_launch_main<3, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<3, false, EPI_STATS>(p, env, s, op, err);
-  case 4: return split ? tc_launch_main<4, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<4, false, EPI_STATS>(p, env, s, op, err);
+  case 1: return split ? tc_launch_main<2, 1, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 1, false, EPI_STATS>(p, env, s, op, err);
+  case 2: return split ? tc_launch_main<2, 2, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 2, false, EPI_STATS>(p, env, s, op, err);
+  case 3: return split ? tc_launch_main<2, 3, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 3, false, EPI_STATS>(p, env, s, op, err);
+  case 4: return split ? tc_launch_main<2, 4, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 4, false, EPI_STATS>(p, env, s, op, err);
   default: return tc_no_variant(p, op, err);
   }
 }
 
 // Variant choice for a store epilogue: 64 channels per block where the weights fit whole, else 32,
-// else whichever fits in chunks. VOLUA_TC_BN=32|64 forces one (for measuring both).
-static inline int tc_plan_store(Params &p, bool split, int epi, const Env &env) {
+// else whichever fits in chunks; in math "tf32", 512 positions per block (WM 4: half the weight
+// loads per mma, and fewer staged rows per position) where that plan has as few chunks.
+// VOLUA_TC_BN=32|64 and VOLUA_TC_WM=2|4 force one (for measuring both).
+static inline int tc_plan_store_wm(Params &p, bool split, int epi, const Env &env, int wm) {
   const char *force = getenv("VOLUA_TC_BN");
   const int want = force ? atoi(force) : 0;
-  if (want == 64 || want == 32) return tc_plan(p, want / 8, split, epi, env);
+  if (want == 64 || want == 32) return tc_plan(p, want / 8, split, epi, env, wm);
   Params a = p, b = p;
-  const int ok64 = p.C_out > 32 && tc_plan(a, 8, split, epi, env);
-  const int ok32 = tc_plan(b, 4, split, epi, env);
+  const int ok64 = p.C_out > 32 && tc_plan(a, 8, split, epi, env, wm);
+  const int ok32 = tc_plan(b, 4, split, epi, env, wm);
   if (ok64 && (a.nchunks == 1 || !ok32 || b.nchunks > 1)) {
     p = a;
     return 1;
   }
   if (ok32) {
+    p = b;
+    return 1;
+  }
+  return 0;
+}
+
+static inline int tc_plan_store(Params &p, bool split, int epi, const Env &env) {
+  const char *force = getenv("VOLUA_TC_WM");
+  const int want = force ? atoi(force) : 0;
+  if (split || want == 2) return tc_plan_store_wm(p, split, epi, env, 2);
+  if (want == 4) return tc_plan_store_wm(p, split, epi, env, 4);
+  Params a = p, b = p;
+  const int ok4 = tc_plan_store_wm(a, split, epi, env, 4), ok2 = tc_plan_store_wm(b, split, epi, env, 2);
+  // WM 4 unless it needs more chunks or pads the planes' last tiles with noticeably more rows
+  if (ok4 && (!ok2 || (a.nchunks <= b.nchunks && a.tiles_per_plane * a.BM * 8 <= b.tiles_per_plane * b.BM * 9))) {
+    p = a;
+    return 1;
+  }
+  if (ok2) {
     p = b;
     return 1;
   }

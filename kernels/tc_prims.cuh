@@ -16,7 +16,7 @@
 
 #define TC_DEVICE __device__ __forceinline__
 #define TC_GLOBAL static __global__
-#define TC_BOUNDS(threads) __launch_bounds__(threads, 1)
+#define TC_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 #define TC_SMEM_DECL(name) extern __shared__ __align__(16) unsigned char name[]
 #define TC_SYNC() __syncthreads()
 #define TC_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
@@ -50,6 +50,12 @@ TC_DEVICE void tc_cp4(void *s, const void *g, bool ok) {
 TC_DEVICE void tc_cp16(void *s, const void *g) {
   const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
+}
+
+// 16-byte asynchronous copy with zero fill: when !ok the 16 destination bytes become zeros.
+TC_DEVICE void tc_cp16z(void *s, const void *g, bool ok) {
+  const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(g), "r"(ok ? 16 : 0) : "memory");
 }
 
 TC_DEVICE void tc_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -98,7 +104,7 @@ extern thread_local tc_emu_thread tc_emu;
 #define gridDim (tc_emu.gdim)
 #define TC_DEVICE static inline
 #define TC_GLOBAL static
-#define TC_BOUNDS(threads)
+#define TC_BOUNDS(threads, blocks)
 #define TC_SMEM_DECL(name) unsigned char *name = tc_emu.smem
 #define TC_SYNC() tc_emu.block_bar->arrive_and_wait()
 #define __restrict__
@@ -109,6 +115,7 @@ extern thread_local tc_emu_thread tc_emu;
 struct int2 { int x, y; };
 struct float2 { float x, y; };
 struct float4 { float x, y, z, w; };
+static inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
 static inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float __uint_as_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
@@ -161,6 +168,10 @@ static inline void tc_cp4(void *s, const void *g, bool ok) {
   else memset(s, 0, 4);
 }
 static inline void tc_cp16(void *s, const void *g) { memcpy(s, g, 16); }
+static inline void tc_cp16z(void *s, const void *g, bool ok) {
+  if (ok) memcpy(s, g, 16);
+  else memset(s, 0, 16);
+}
 static inline void tc_commit() {}
 template <int N> static inline void tc_wait() {}
 

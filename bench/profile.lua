@@ -1,0 +1,41 @@
+-- bench/profile.lua [PROBLEMS [MATHS [CALLS]]]: runs the benchmark's convolution problems on random
+-- inputs (no PyTorch, no checks) CALLS times each, for ncu or a quick look at the launch plans.
+-- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23); MATHS: comma list (default fp32,tf32).
+-- Run: VOLUA_TC_VERBOSE=1 build/bin/volua bench/profile.lua L2-23 tf32 3
+local vol = require "volua"
+local want = arg and arg[1] or "L1-77,L1-60,L1-66,L2-23"
+local maths = arg and arg[2] or "fp32,tf32"
+local calls = tonumber(arg and arg[3]) or 3
+
+local function cu(t) return t:cuda() end
+local P = {
+  ["L1-77"] = function()
+    local x, w = cu(vol.rand({16, 32, 16, 32, 32}, {seed = 1})), cu(vol.rand({32, 64, 3, 3, 3}, {seed = 2}))
+    return function() return vol.conv_transpose3d(x, w, nil, {stride = 2, padding = 1, dilation = 2}) end
+  end,
+  ["L1-60"] = function()
+    local x, w = cu(vol.rand({16, 3, 64, 64, 64}, {seed = 1})), cu(vol.rand({64, 3, 3, 5, 7}, {seed = 2}))
+    return function() return vol.conv3d(x, w, nil, {}) end
+  end,
+  ["L1-66"] = function()
+    local x, w = cu(vol.rand({8, 3, 16, 128, 128}, {seed = 1})), cu(vol.rand({64, 3, 3, 5, 7}, {seed = 2}))
+    return function() return vol.conv3d(x, w, nil, {}) end
+  end,
+  ["L2-23"] = function()
+    local x, w = cu(vol.rand({128, 3, 24, 32, 32}, {seed = 1})), cu(vol.rand({24, 3, 3, 3, 3}, {seed = 2}))
+    local b, gw, gb = cu(vol.rand({24}, {seed = 3})), cu(vol.rand({24}, {seed = 4})), cu(vol.rand({24}, {seed = 5}))
+    return function() return vol.conv3d_group_norm_mean(x, w, b, 8, gw, gb, {eps = 1e-5}) end
+  end,
+}
+for name in want:gmatch("[^,]+") do
+  local call = assert(P[name], "profile.lua: unknown problem " .. name)()
+  for m in maths:gmatch("[^,]+") do
+    vol.set_math(m)
+    for _ = 1, calls do local _ = call() end
+    vol.sync()
+    local med = os.getenv("PROFILE_NOBENCH") == nil and vol.bench and vol.bench(call, {warmup = 2, reps = 30, flush_mb = 256})
+    print(string.format("%-6s %s %s ms", name, m, tostring(med)))
+    io.stdout:flush()
+  end
+  collectgarbage()
+end
