@@ -47,8 +47,8 @@ run_specs() {
   shift 2
   echo "== $label"
   VOLUA="$bin" bash spec/run.sh "$@" >"$logs/run.log" 2>&1
-  cp "$logs/run.log" "$logs/$(echo "$label" | tr -c 'a-z0-9\n' '_' | cut -c1-40).log"
   local rc=$?
+  cp "$logs/run.log" "$logs/$(echo "$label" | tr -c 'a-z0-9\n' '_' | cut -c1-40).log"
   grep -Ev '^ok ' "$logs/run.log" | tail -n 60
   [ "$rc" = 0 ] || status=1
 }
@@ -61,6 +61,8 @@ sanitized() {
   # spec/run.sh calls "$VOLUA" busted ...: a wrapper puts the sanitizer in front of volua
   cat >"$wrapper" <<EOF
 #!/bin/sh
+# the processes the specs start themselves (VOLUA) run the plain binary: one sanitizer, one log
+export VOLUA="$PWD/$VOLUA"
 exec "$SANITIZER" --tool $tool --target-processes application-only --error-exitcode 97 --log-file "$log" "$PWD/$VOLUA" "\$@"
 EOF
   chmod +x "$wrapper"
