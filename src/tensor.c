@@ -102,6 +102,15 @@ int volua_tensor_alloc(volua_tensor *t, int ndim, const int64_t *shape, volua_dt
   return 0;
 }
 
+int volua_tensor_alloc_result(volua_tensor *t, const char *op, const char *what, int ndim,
+                              const int64_t *shape, volua_dtype dtype, volua_device device, char *err) {
+  if (!volua_tensor_alloc(t, ndim, shape, dtype, device, err)) return 0;
+  char why[VOLUA_ERR_MAX];
+  snprintf(why, sizeof why, "%s", err);
+  snprintf(err, VOLUA_ERR_MAX, "%s: cannot allocate the %s (%.400s)", op, what, why);
+  return 1;
+}
+
 void volua_tensor_free(volua_tensor *t) {
   volua_storage *st = t->storage;
   if (!st) return;

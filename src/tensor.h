@@ -43,6 +43,10 @@ const char *volua_shape_str(int ndim, const int64_t *shape, char *buf, size_t n)
 /* Allocates uninitialised storage for t (t must be empty). 0 on success. */
 int volua_tensor_alloc(volua_tensor *t, int ndim, const int64_t *shape, volua_dtype dtype,
                        volua_device device, char *err);
+/* volua_tensor_alloc for an op's result: a failure reads "<op>: cannot allocate the <what>
+ * (<why>)", naming the op rather than the tensor core. */
+int volua_tensor_alloc_result(volua_tensor *t, const char *op, const char *what, int ndim,
+                              const int64_t *shape, volua_dtype dtype, volua_device device, char *err);
 /* Drops t's reference to its storage; idempotent. */
 void volua_tensor_free(volua_tensor *t);
 /* Makes dst (empty) another view of src's storage with src's shape. */

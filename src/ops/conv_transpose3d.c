@@ -181,12 +181,8 @@ int volua_conv_transpose3d(volua_tensor *out, const volua_tensor *x, const volua
   if (resolve(&g, &xb, weight, bias, a, err)) return 1;
 
   const int64_t shape[5] = {g.N, g.C_out, g.out[0], g.out[1], g.out[2]};
-  if (volua_tensor_alloc(out, 5, shape, VOLUA_FLOAT32, x->device, err)) {
-    char why[VOLUA_ERR_MAX];
-    snprintf(why, sizeof why, "%s", err);
-    snprintf(err, VOLUA_ERR_MAX, "conv_transpose3d: cannot allocate the output (%.400s)", why);
+  if (volua_tensor_alloc_result(out, "conv_transpose3d", "output", 5, shape, VOLUA_FLOAT32, x->device, err))
     return 1;
-  }
   int rc = 0;
   if (volua_tensor_numel(out) > 0) { /* N = 0: an empty result, as PyTorch */
     const float *xp = volua_tensor_f32(&xb), *wp = volua_tensor_f32(weight);

@@ -101,13 +101,8 @@ int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b
   }
   volua_bcast_geom g;
   if (broadcast(fn, a, b, &g, err)) return 1;
-  if (volua_tensor_alloc(out, g.ndim, g.shape, a->dtype, a->device, err)) {
-    /* broadcasting (n, 1) with (1, m) may ask for far more than either operand holds */
-    char why[VOLUA_ERR_MAX];
-    snprintf(why, sizeof why, "%s", err);
-    snprintf(err, VOLUA_ERR_MAX, "%s: cannot allocate the result (%.400s)", fn, why);
-    return 1;
-  }
+  /* broadcasting (n, 1) with (1, m) may ask for far more than either operand holds */
+  if (volua_tensor_alloc_result(out, fn, "result", g.ndim, g.shape, a->dtype, a->device, err)) return 1;
   if (g.numel == 0) return 0;
   if (a->device == VOLUA_DEVICE_CPU)
     return volua_cpu_binary(&g, a->dtype, volua_tensor_data(a), volua_tensor_data(b),

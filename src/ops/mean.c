@@ -66,13 +66,9 @@ int volua_mean(volua_tensor *out, const volua_tensor *x, int ndims, const int *d
     if (!g.reduce[i] || keepdim) shape[nd++] = g.reduce[i] ? 1 : x->shape[i];
   }
 
-  if (volua_tensor_alloc(out, nd, shape, VOLUA_FLOAT32, x->device, err)) {
-    /* an empty input may still ask for a huge result: (2^55, 0) averaged over dim 2 */
-    char why[VOLUA_ERR_MAX];
-    snprintf(why, sizeof why, "%s", err);
-    snprintf(err, VOLUA_ERR_MAX, "mean: cannot allocate the output (%.400s)", why);
+  /* an empty input may still ask for a huge result: (2^55, 0) averaged over dim 2 */
+  if (volua_tensor_alloc_result(out, "mean", "output", nd, shape, VOLUA_FLOAT32, x->device, err))
     return 1;
-  }
   if (g.out_numel == 0) return 0;
   /* with reduce_numel == 0 every output is the mean of nothing: NaN, as torch.mean; the
    * backends compute it as 0 / 0 */
