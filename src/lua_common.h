@@ -42,10 +42,13 @@ int volua_lua_check_shape(lua_State *L, int idx, int64_t *shape, const char *fna
 /* Registration: each binding file adds its functions to the module table at the top
  * of the stack (and methods to the Tensor metatable's method table where it has some). */
 void volua_lua_open_tensor(lua_State *L);  /* lua_tensor.c: creation, methods, metatable */
-void volua_lua_open_ops(lua_State *L);     /* lua_ops.c: max_pool3d, conv3d, ... */
+void volua_lua_open_conv(lua_State *L);   /* lua_conv.c: conv3d, conv_transpose3d, the fused op */
+void volua_lua_open_pool(lua_State *L);   /* lua_pool.c: max_pool3d */
+void volua_lua_open_norm(lua_State *L);   /* lua_norm.c: group_norm, mean */
 void volua_lua_open_io(lua_State *L);      /* lua_io.c: load/save npy and safetensors */
 void volua_lua_open_device(lua_State *L);  /* lua_device.c: cuda_available, sync, memory, math */
-void volua_lua_open_png(lua_State *L);     /* lua_png.c: save_png */
+void volua_lua_open_png(lua_State *L);     /* lua_png.c: save_png, load_png */
+void volua_lua_open_bench(lua_State *L);   /* lua_bench.c: bench, fast_calls */
 /* Adds methods to the Tensor method table (from any binding file). */
 void volua_lua_add_methods(lua_State *L, const luaL_Reg *methods);
 
