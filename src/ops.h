@@ -18,6 +18,11 @@ int64_t volua_conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64
 int64_t volua_conv_transpose_output_size(int64_t in, int64_t kernel, int64_t stride,
                                          int64_t pad, int64_t output_padding, int64_t dilation);
 
+/* A live float32 tensor on `dev` (the input's device); pname names it in messages
+ * ("conv3d: weight is on cpu but the input is on cuda"). Rank and shape are the caller's. */
+int volua_check_f32(const char *fname, const char *pname, const volua_tensor *t, volua_device dev,
+                    char *err);
+
 /* -- arguments as the user gave them (per dim, already expanded from a number) ---- */
 
 typedef struct volua_max_pool3d_args {

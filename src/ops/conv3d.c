@@ -20,33 +20,14 @@ int64_t volua_conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64
   return span < 0 ? 0 : span / stride + 1;
 }
 
-/* A float32 tensor on `dev` (pname names it in messages); rank is checked by the caller. */
-static int check_f32(const char *fname, const char *pname, const volua_tensor *t, volua_device dev,
-                     char *err) {
-  if (!t->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "%s: %s is a freed tensor", fname, pname);
-    return 1;
-  }
-  if (t->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "%s: %s dtype %s is not supported (float32 needed)", fname, pname,
-             volua_dtype_name(t->dtype));
-    return 1;
-  }
-  if (t->device != dev) {
-    snprintf(err, VOLUA_ERR_MAX, "%s: %s is on %s but the input is on %s", fname, pname,
-             volua_device_name(t->device), volua_device_name(dev));
-    return 1;
-  }
-  return 0;
-}
 
 int volua_conv3d_geom_resolve(volua_conv3d_geom *g, const char *fname, const volua_tensor *x,
                               const volua_tensor *weight, const volua_tensor *bias,
                               const volua_conv3d_args *a, char *err) {
   char s1[160], s2[160], s3[160];
-  if (check_f32(fname, "input", x, x->device, err)) return 1;
-  if (check_f32(fname, "weight", weight, x->device, err)) return 1;
-  if (bias && check_f32(fname, "bias", bias, x->device, err)) return 1;
+  if (volua_check_f32(fname, "input", x, x->device, err)) return 1;
+  if (volua_check_f32(fname, "weight", weight, x->device, err)) return 1;
+  if (bias && volua_check_f32(fname, "bias", bias, x->device, err)) return 1;
   if (x->ndim != 5) { /* callers add the batch dim of an unbatched input */
     snprintf(err, VOLUA_ERR_MAX, "%s: input must be 5-D (N, C, D, H, W), got %d-D %s", fname, x->ndim,
              volua_shape_str(x->ndim, x->shape, s1, sizeof s1));
@@ -247,10 +228,7 @@ int volua_conv3d(volua_tensor *out, const volua_tensor *x, const volua_tensor *w
                  const volua_tensor *bias, const volua_conv3d_args *a, char *err) {
   volua_tensor xb;
   volua_conv3d_geom g;
-  if (!x->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "conv3d: input is a freed tensor");
-    return 1;
-  }
+  /* a freed input is reported by the geometry's checks */
   if (volua_conv_batch_view(&xb, x, "conv3d", err)) return 1;
   if (volua_conv3d_geom_resolve(&g, "conv3d", &xb, weight, bias, a, err)) return 1;
 

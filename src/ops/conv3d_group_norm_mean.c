@@ -23,20 +23,7 @@ static int check_affine(const char *pname, const volua_tensor *t, const volua_te
                         char *err) {
   char s[160];
   if (!t) return 0;
-  if (!t->storage) {
-    snprintf(err, VOLUA_ERR_MAX, FNAME ": %s is a freed tensor", pname);
-    return 1;
-  }
-  if (t->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, FNAME ": %s dtype %s is not supported (float32 needed)", pname,
-             volua_dtype_name(t->dtype));
-    return 1;
-  }
-  if (t->device != x->device) {
-    snprintf(err, VOLUA_ERR_MAX, FNAME ": %s is on %s but the input is on %s", pname,
-             volua_device_name(t->device), volua_device_name(x->device));
-    return 1;
-  }
+  if (volua_check_f32(FNAME, pname, t, x->device, err)) return 1;
   if (t->ndim != 1 || t->shape[0] != C) {
     snprintf(err, VOLUA_ERR_MAX,
              FNAME ": %s must have shape (%lld), one value per channel of the conv's output, got %s",

@@ -18,30 +18,15 @@ int64_t volua_conv_transpose_output_size(int64_t in, int64_t kernel, int64_t str
   return (in - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1;
 }
 
-static int check_f32(const char *pname, const volua_tensor *t, volua_device dev, char *err) {
-  if (!t->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "conv_transpose3d: %s is a freed tensor", pname);
-    return 1;
-  }
-  if (t->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "conv_transpose3d: %s dtype %s is not supported (float32 needed)",
-             pname, volua_dtype_name(t->dtype));
-    return 1;
-  }
-  if (t->device != dev) {
-    snprintf(err, VOLUA_ERR_MAX, "conv_transpose3d: %s is on %s but the input is on %s", pname,
-             volua_device_name(t->device), volua_device_name(dev));
-    return 1;
-  }
-  return 0;
-}
 
 /* Checks the arguments as PyTorch does (x 5-D) and resolves the geometry. */
 static int resolve(volua_conv_transpose3d_geom *g, const volua_tensor *x, const volua_tensor *weight,
                    const volua_tensor *bias, const volua_conv_transpose3d_args *a, char *err) {
   char s1[160], s2[160], s3[160], s4[160];
-  if (check_f32("input", x, x->device, err) || check_f32("weight", weight, x->device, err)) return 1;
-  if (bias && check_f32("bias", bias, x->device, err)) return 1;
+  const char *fn = "conv_transpose3d";
+  if (volua_check_f32(fn, "input", x, x->device, err)) return 1;
+  if (volua_check_f32(fn, "weight", weight, x->device, err)) return 1;
+  if (bias && volua_check_f32(fn, "bias", bias, x->device, err)) return 1;
   if (weight->ndim != 5) {
     snprintf(err, VOLUA_ERR_MAX,
              "conv_transpose3d: weight must be 5-D (C_in, C_out/groups, kD, kH, kW), got %d-D %s",
@@ -173,10 +158,7 @@ int volua_conv_transpose3d(volua_tensor *out, const volua_tensor *x, const volua
                            const volua_tensor *bias, const volua_conv_transpose3d_args *a, char *err) {
   volua_tensor xb;
   volua_conv_transpose3d_geom g;
-  if (!x->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "conv_transpose3d: input is a freed tensor");
-    return 1;
-  }
+  /* a freed input is reported by resolve's checks */
   if (volua_conv_batch_view(&xb, x, "conv_transpose3d", err)) return 1;
   if (resolve(&g, &xb, weight, bias, a, err)) return 1;
 
