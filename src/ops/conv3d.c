@@ -20,7 +20,6 @@ int64_t volua_conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64
   return span < 0 ? 0 : span / stride + 1;
 }
 
-
 int volua_conv3d_geom_resolve(volua_conv3d_geom *g, const char *fname, const volua_tensor *x,
                               const volua_tensor *weight, const volua_tensor *bias,
                               const volua_conv3d_args *a, char *err) {

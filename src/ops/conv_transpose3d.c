@@ -18,7 +18,6 @@ int64_t volua_conv_transpose_output_size(int64_t in, int64_t kernel, int64_t str
   return (in - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1;
 }
 
-
 /* Checks the arguments as PyTorch does (x 5-D) and resolves the geometry. */
 static int resolve(volua_conv_transpose3d_geom *g, const volua_tensor *x, const volua_tensor *weight,
                    const volua_tensor *bias, const volua_conv_transpose3d_args *a, char *err) {
