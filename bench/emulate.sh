@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench/emulate.sh [random cases per mode [seed]] | plans: builds bench/tc_emulate.cpp with g++ (no CUDA needed) and
 # runs the tensor-core fast paths on the CPU against float64 references. Takes a minute or two.
+# VOLUA_EMU_SMS=n emulates n SMs (default 2).
 set -e
 cd "$(dirname "$0")/.."
 out=${TMPDIR:-/tmp}/volua_tc_emulate

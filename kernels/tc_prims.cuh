@@ -1,5 +1,5 @@
 // tc_prims.cuh: the few machine primitives the tensor-core convolutions (tc_core.cuh) use: TF32
-// rounding, mma.sync m16n8k8, cp.async, barriers, warp shuffles and launches. Compiled for the GPU,
+// rounding, mma.sync m16n8k8, cp.async, barriers, warp shuffles, memsets and launches. Compiled for the GPU,
 // or, with VOLUA_TC_EMULATE, for the host, where each block runs as CPU threads and a warp's mma is
 // computed from its lanes' fragments: bench/tc_emulate.cpp checks the index arithmetic without a GPU.
 #ifndef VOLUA_KERNELS_TC_PRIMS_CUH
@@ -64,6 +64,8 @@ TC_DEVICE void tc_commit() { asm volatile("cp.async.commit_group;" ::: "memory")
 template <int N> TC_DEVICE void tc_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 TC_DEVICE double tc_shfl_xor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+
+static inline cudaError_t tc_memset_async(void *p, int v, size_t n, tc_stream s) { return cudaMemsetAsync(p, v, n, s); }
 
 #else
 
@@ -183,6 +185,11 @@ static inline double tc_shfl_xor(double v, int mask) {
   const double r = w->d[lane ^ mask];
   w->bar->arrive_and_wait();
   return r;
+}
+
+static inline int tc_memset_async(void *p, int v, size_t n, tc_stream) {
+  memset(p, v, n);
+  return 0;
 }
 
 // Runs kernel(args...) on grid x block CPU threads, one block after another.
