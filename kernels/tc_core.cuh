@@ -88,41 +88,65 @@ TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, in
 }
 
 // The input patch tile T reads for channel chunk `chunk`: per channel, taps[0] planes of `rows`
-// rows of wp columns; padding and channels past C_in become zeros. Each warp takes rows r, r +
-// step, ... (its (channel, plane, row) advanced by carries, not divisions). With p.vec4 (W a
-// multiple of 4, a 16-byte aligned input, pitches multiples of 4) the patch starts p.cshift columns
-// left of the first column read, so that every group of 4 columns is wholly inside the input or
-// wholly padding: a lane copies 4 columns at once and a warp takes 32 / lpr rows per step (lpr
-// lanes per row). I is int where a sample's input has fewer than 2^31 elements (p.x32), else int64_t.
+// rows of wp columns; padding and channels past C_in become zeros. I is int where a sample's input
+// has fewer than 2^31 elements (p.x32), else int64_t.
+// With p.vec4 (W a multiple of 4, a 16-byte aligned input, pitches multiples of 4) the patch starts
+// p.cshift columns left of the first column read, so that every group of 4 columns is wholly inside
+// the input or wholly padding. Then the block's threads take the (row, group of 4 columns) pairs of
+// the whole patch in turn, one 16-byte copy each, with the row's (channel, plane, row) advanced by
+// carries: a warp used to take whole rows (lpr lanes per row), so that with rows of 9 groups (L1-77)
+// over half of its lanes idled through ~110 instructions of row set-up per 16-byte copy.
+// Without vec4 a warp takes a row at a time, a column per lane.
 template <class I>
 TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0) {
   const int td = (int)p.taps[0], nrows = p.ci_chunk * td * rows;
   const I D = (I)p.in[0], H = (I)p.in[1], W = (I)p.in[2], C = (I)p.C_in, dil0 = (I)p.idil[0];
   const I ipad2 = (I)(p.ipad[2] + p.cshift);
+  if (p.vec4) {
+    const int G = (p.wp + 3) / 4, nth = blockDim.x, total = nrows * G;
+    const int dr = nth / G, dg = nth - dr * G; // a step of nth pairs: dr rows and dg groups
+    // dr rows as (channels, planes, rows): added digit by digit, one carry each
+    const int sc = dr / (td * rows), sj = (dr - sc * td * rows) / rows, sr = dr - (sc * td + sj) * rows;
+    int r = threadIdx.x / G, grp = threadIdx.x - r * G;
+    int cil = r / (td * rows), jd = (r - cil * td * rows) / rows, row = r - (cil * td + jd) * rows;
+    for (int e = threadIdx.x; e < total; e += nth) {
+      const I ci = (I)chunk * p.ci_chunk + cil, id = id0 + jd * dil0, ih = ih0 + row, iw = 4 * grp - ipad2;
+      const bool ok = ci < C && id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W;
+      float *dst = buf + cil * p.pitch_c + jd * p.pitch_d + row * p.pitch_w + 4 * grp;
+      tc_cp16z(dst, ok ? xn + ((ci * D + id) * H + ih) * W + iw : p.x, ok);
+      grp += dg;
+      row += sr;
+      jd += sj;
+      cil += sc;
+      if (grp >= G) { // one more row
+        grp -= G;
+        row++;
+      }
+      if (row >= rows) {
+        row -= rows;
+        jd++;
+      }
+      if (jd >= td) {
+        jd -= td;
+        cil++;
+      }
+    }
+    return;
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  const int lpr = p.vec4 ? p.lpr : 32, rpi = 32 / lpr, sub = lane / lpr, cl = lane - sub * lpr;
-  const int step = nwarps * rpi;
-  int r = warp * rpi + sub;
+  int r = warp;
   int cil = r / (td * rows), jd = (r - cil * td * rows) / rows, row = r - (cil * td + jd) * rows;
-  for (; r < nrows; r += step) {
+  for (; r < nrows; r += nwarps) {
     const I ci = (I)chunk * p.ci_chunk + cil, id = id0 + jd * dil0, ih = ih0 + row;
     const bool rowok = ci < C && id >= 0 && id < D && ih >= 0 && ih < H;
     const float *src = rowok ? xn + ((ci * D + id) * H + ih) * W : p.x;
     float *dst = buf + cil * p.pitch_c + jd * p.pitch_d + row * p.pitch_w;
-    if (p.vec4) {
-      for (int c = 4 * cl; c < p.wp; c += 4 * lpr) {
-        const I iw = c - ipad2;
-        const bool ok = rowok && iw >= 0 && iw < W;
-        tc_cp16z(dst + c, ok ? src + iw : p.x, ok);
-      }
-    } else {
-      for (int c = lane; c < p.wp; c += 32) {
-        const I iw = c - ipad2;
-        const bool ok = rowok && iw >= 0 && iw < W;
-        tc_cp4(dst + c, ok ? src + iw : p.x, ok);
-      }
+    for (int c = lane; c < p.wp; c += 32) {
+      const I iw = c - ipad2;
+      const bool ok = rowok && iw >= 0 && iw < W;
+      tc_cp4(dst + c, ok ? src + iw : p.x, ok);
     }
-    row += step;
+    row += nwarps;
     while (row >= rows) {
       row -= rows;
       if (++jd == td) {
