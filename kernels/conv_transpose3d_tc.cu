@@ -2,9 +2,9 @@
 // (per dim) receives input i through tap k when o = i*stride - padding + k*dilation; the outputs of
 // one phase o = stride*q + c see a fixed set of taps (k*dilation = c + padding mod stride), an
 // ordinary convolution over q that tc_core.cuh computes as an implicit GEMM. Phases with no taps
-// (with stride 2 and dilation 2, every even o) are bias or zero: the whole output set first where
-// they are most of it, else a fill after the GEMMs; when W has a single live phase, the GEMM writes
-// the dead columns of its rows itself (whole rows at once, EPI_WBOX).
+// (with stride 2 and dilation 2, every even o) are bias or zero: the whole output is set first where
+// they are most of it, else a fill writes them after the GEMMs (and where W has a single live
+// phase, the GEMM writes the dead columns of its rows itself: whole rows at once, EPI_WBOX).
 #include "tc_core.cuh"
 
 using namespace volua_tc;
@@ -139,10 +139,33 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         dead[d] = 1;
       }
     }
-  const int wbox = nlive[2] == 1;
-  const int epi = wbox ? EPI_WBOX : EPI_STORE;
-  const int need_fill = dead[0] || dead[1] || (!wbox && dead[2]);
   if ((int64_t)nlive[0] * nlive[1] * nlive[2] > MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
+
+  // -- the outputs no tap reaches: set first, or filled after ----
+  // Where they are at least half of the output (L1-77: 76 %), every output is set first (a memset,
+  // or bias by contiguous runs) and the GEMMs store only the live ones: writing the live outputs
+  // twice costs less than writing the dead ones where they interleave with live rows (partial
+  // sectors). H200, L1-77 fp32: GEMM with whole-row stores + fill after 1.089 ms; memset + the same
+  // GEMM 0.941; memset + GEMM storing live outputs only 0.757. Else a fill kernel writes the dead
+  // outputs after the GEMMs, and where W has one live phase the GEMM writes its rows whole (the
+  // dead columns too: EPI_WBOX), leaving the fill whole rows and planes. VOLUA_TC_FILL=first|after
+  // forces either (for measuring).
+  int64_t live_out = 1;
+  for (int d = 0; d < 3; d++) {
+    int64_t n = 0;
+    for (int64_t c = 0; c < g->stride[d]; c++)
+      if (ph[d][c].live) n += ph[d][c].Q;
+    live_out *= n;
+  }
+  const int64_t all_out = g->out[0] * g->out[1] * g->out[2];
+  const int any_dead = dead[0] || dead[1] || dead[2];
+  const char *force = getenv("VOLUA_TC_FILL");
+  int fill_first = any_dead && 2 * live_out <= all_out;
+  if (any_dead && force && strcmp(force, "first") == 0) fill_first = 1;
+  if (any_dead && force && strcmp(force, "after") == 0) fill_first = 0;
+  const int wbox = !fill_first && nlive[2] == 1;
+  const int epi = wbox ? EPI_WBOX : EPI_STORE;
+  const int need_fill = !fill_first && (dead[0] || dead[1] || (!wbox && dead[2]));
 
   // -- plan every live phase before launching anything (a phase that does not fit: not applicable) ----
   static Params plans[MAX_PHASES];
@@ -185,24 +208,7 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         nplans++;
       }
 
-  // -- the outputs no tap reaches, then the phases' GEMMs (or the GEMMs, then those outputs) ----
-  // Where the dead outputs are at least half of the output (L1-77: 76 %), every output is set
-  // first (a memset, or bias by contiguous runs) and the GEMMs overwrite the live ones: writing
-  // the live outputs twice costs less than writing the dead ones where they interleave with live
-  // rows (partial sectors: on an H200 the fill after the GEMM wrote 435 MB in 0.25 ms, the memset
-  // 571 MB in about 0.14 ms). VOLUA_TC_FILL=first|after forces one or the other (for measuring).
-  int64_t live_out = 1;
-  for (int d = 0; d < 3; d++) {
-    int64_t n = 0;
-    for (int64_t c = 0; c < g->stride[d]; c++)
-      if (ph[d][c].live) n += ph[d][c].Q;
-    live_out *= n;
-  }
-  const int64_t all_out = g->out[0] * g->out[1] * g->out[2];
-  const char *force = getenv("VOLUA_TC_FILL");
-  int fill_first = need_fill && 2 * live_out <= all_out;
-  if (need_fill && force && strcmp(force, "first") == 0) fill_first = 1;
-  if (need_fill && force && strcmp(force, "after") == 0) fill_first = 0;
+  // -- the outputs set first, the phases' GEMMs, or the GEMMs and the fill ----
   if (fill_first) {
     const int64_t NC = g->N * g->C_out;
     if (!b) {
@@ -221,7 +227,7 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
     volua_cuda_free(wprep);
     if (rc) return rc;
   }
-  if (need_fill && !fill_first) {
+  if (need_fill) {
     const int64_t NC = g->N * g->C_out;
     const unsigned gx = (unsigned)(g->out[0] < 65535 ? g->out[0] : 65535);
     const unsigned gy = (unsigned)(NC < 65535 ? NC : 65535);
