@@ -1,6 +1,6 @@
 -- bench/profile.lua [PROBLEMS [MATHS [CALLS]]]: runs the benchmark's convolution problems on random
 -- inputs (no PyTorch, no checks) CALLS times each, for ncu or a quick look at the launch plans.
--- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23; L1-43 too); MATHS: comma list (default fp32,tf32).
+-- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23; also L1-43, pool-k3s1, pool-k2s2); MATHS: comma list (default fp32,tf32).
 -- Run: VOLUA_TC_VERBOSE=1 build/bin/volua bench/profile.lua L2-23 tf32 3
 local vol = require "volua"
 local want = arg and arg[1] or "L1-77,L1-60,L1-66,L2-23"
@@ -12,6 +12,15 @@ local P = {
   ["L1-43"] = function()
     local x = cu(vol.rand({16, 32, 128, 128, 128}, {seed = 1}))
     return function() return vol.max_pool3d(x, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}) end
+  end,
+  -- two more max_pool3d shapes (not issue 4's): stride 1, and a non-overlapping 2x2x2 window
+  ["pool-k3s1"] = function()
+    local x = cu(vol.rand({16, 32, 64, 128, 128}, {seed = 1}))
+    return function() return vol.max_pool3d(x, {kernel_size = 3, stride = 1, padding = 1}) end
+  end,
+  ["pool-k2s2"] = function()
+    local x = cu(vol.rand({16, 32, 128, 128, 128}, {seed = 1}))
+    return function() return vol.max_pool3d(x, {kernel_size = 2, stride = 2}) end
   end,
   ["L1-77"] = function()
     local x, w = cu(vol.rand({16, 32, 16, 32, 32}, {seed = 1})), cu(vol.rand({32, 64, 3, 3, 3}, {seed = 2}))

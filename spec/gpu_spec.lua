@@ -287,6 +287,31 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
                  vol.conv3d_group_norm_mean(x, cw, cb, 4, gw, gb, args), "conv3d_group_norm_mean chunks")
   end)
 
+  -- Values only, on planes larger than the random shapes': the separable kernel of
+  -- kernels/max_pool3d.cu (16- and 4-byte loads, slices up to 150 x 150, windows with up to 10
+  -- input slices, output depths whose window holds no input slice).
+  it("max_pool3d values only on larger planes", function()
+    local r = generator(SEED * 31 + 7)
+    local cases = {
+      {{16, 32, 40, 40, 40}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
+      {{1, 2, 30, 64, 64}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
+      {{2, 3, 17, 61, 67}, {kernel_size = {3, 2, 3}, stride = {1, 1, 1}, padding = {1, 1, 0}}}, -- odd W: 4-byte loads
+      {{1, 1, 9, 33, 35}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true}},
+      {{3, 2, 6, 130, 130}, {kernel_size = {2, 1, 1}, stride = {2, 1, 1}}},
+      {{1, 2, 12, 20, 24}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}}}, -- 10 input slices per window
+      {{2, 2, 5, 150, 150}, {kernel_size = 3, stride = 3}},
+      {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice: -inf
+    }
+    for i, c in ipairs(cases) do
+      local x = data(c[1], SEED + 70 + i)
+      sprinkle(x, r, 3)
+      local what = ("max_pool3d values case %d %s %s"):format(i, show(c[1]), show(c[2]))
+      local ok, want = pcall(vol.max_pool3d, x, c[2])
+      assert.is_true(ok, what .. ": the CPU raised " .. tostring(want))
+      assert_same(vol.max_pool3d(x:to(target), c[2]), want, what)
+    end
+  end)
+
   it("the KernelBench shapes of issue 4, reduced in batch", function()
     local x = vol.rand({1, 32, 16, 32, 32}, {seed = SEED + 51})
     local w = vol.rand({32, 16, 3, 3, 3}, {seed = SEED + 52})
