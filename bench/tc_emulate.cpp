@@ -245,7 +245,7 @@ static void run_gn_mean(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const
 static void print_plan(const char *name, volua_tc::Params p, int epi, bool split) {
   using namespace volua_tc;
   Env env = tc_emu_env;
-  const int ok = epi == EPI_STATS ? tc_plan(p, (int)tc_cdiv(p.C_out, 8), split, epi, env) : tc_plan_store(p, split, epi, env);
+  const int ok = epi == EPI_STATS ? tc_plan_stats(p, split, env) : tc_plan_store(p, split, epi, env);
   if (!ok) {
     printf("%-8s %s: not applicable\n", name, split ? "fp32" : "tf32");
     return;
@@ -284,7 +284,7 @@ static void plans(void) {
         p.in[d] = in[d], p.Q[d] = Q[d], p.istride[d] = 1, p.ipad[d] = 1, p.idil[d] = 1, p.taps[d] = 3;
         p.out[d] = 2 * Q[d] + 1, p.ostep[d] = 2, p.oofs[d] = 1;
       }
-      print_plan("L1-77", p, EPI_WBOX, split);
+      print_plan("L1-77", p, EPI_STORE, split); // the output is set first: the GEMM stores live outputs
     }
     { // L2-23
       g.N = 128, g.C_in = 3, g.C_out = 24;

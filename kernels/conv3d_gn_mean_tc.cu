@@ -76,8 +76,7 @@ extern "C" int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, 
     m.kfirst[d] = 0;
     m.kstep[d] = 1;
   }
-  if (!tc_plan(p, (int)tc_cdiv(c->C_out, 8), math == VOLUA_MATH_FP32, EPI_STATS, env))
-    return VOLUA_FAST_NOT_APPLICABLE;
+  if (!tc_plan_stats(p, math == VOLUA_MATH_FP32, env)) return VOLUA_FAST_NOT_APPLICABLE;
 
   // room for the partial sums of as many blocks per sample as can be resident (at most 8 blocks of
   // 256 threads per SM); tc_launch_stats uses at most that many

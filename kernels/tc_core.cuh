@@ -67,7 +67,7 @@ struct Params {
   // the plan (tc_plan)
   int WM, BM, BN, E, ci_chunk, nchunks, ksteps, co_blocks, parts;
   int64_t plane, tiles_per_plane, tiles_per_n, ntiles;
-  int vec4, lpr, cshift, x32; // tc_stage_patch: 16-byte copies, lanes per row, left shift, int offsets
+  int vec4, cshift, x32; // tc_stage_patch: 16-byte copies, left shift, int offsets
   int contig;                 // EPI_STORE: a tile's outputs per channel are one run from its first position
   int off32;                  // BN output volumes (and every output coordinate) fit in int
   int prow, wp, pitch_w, pitch_d, pitch_c, patch_floats, zero_floats, buf_floats, w_floats;
@@ -94,8 +94,8 @@ TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, in
 // p.cshift columns left of the first column read, so that every group of 4 columns is wholly inside
 // the input or wholly padding. Then the block's threads take the (row, group of 4 columns) pairs of
 // the whole patch in turn, one 16-byte copy each, with the row's (channel, plane, row) advanced by
-// carries: a warp used to take whole rows (lpr lanes per row), so that with rows of 9 groups (L1-77)
-// over half of its lanes idled through ~110 instructions of row set-up per 16-byte copy.
+// carries (a warp used to take whole rows, some lanes per row: with rows of 9 groups (L1-77) over
+// half of its lanes idled through ~110 instructions of row set-up per 16-byte copy).
 // Without vec4 a warp takes a row at a time, a column per lane.
 template <class I>
 TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0) {
@@ -584,9 +584,6 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   }
   int64_t pitch = wp;
   while (pitch % 32 < 9 || pitch % 32 > 23 || (p.vec4 && pitch % 4 != 0)) pitch++; // rows 9..23 banks apart: no A-load conflicts
-  const int64_t cols4 = (wp + 3) / 4;
-  p.lpr = 32;
-  while (p.lpr > 1 && p.lpr / 2 >= cols4) p.lpr /= 2;
   const int64_t pitch_d = prow * pitch, pitch_c = p.taps[0] * pitch_d;
   if (pitch_d > lim || pitch_c > lim) return 0;
   const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
@@ -778,6 +775,13 @@ template <class P> static inline int tc_launch_store(P &p, const Env &env, int e
 
 template <class P> static inline int tc_launch_stats(P &p, const Env &env, tc_stream s, const char *op, char *err) {
   const bool split = p.E == 4;
+  if (!split && p.WM == 4) switch (p.BN / 8) {
+    case 1: return tc_launch_main<4, 1, false, EPI_STATS>(p, env, s, op, err);
+    case 2: return tc_launch_main<4, 2, false, EPI_STATS>(p, env, s, op, err);
+    case 3: return tc_launch_main<4, 3, false, EPI_STATS>(p, env, s, op, err);
+    case 4: return tc_launch_main<4, 4, false, EPI_STATS>(p, env, s, op, err);
+    default: return tc_no_variant(p, op, err);
+    }
   if (p.WM != 2) return tc_no_variant(p, op, err);
   switch (p.BN / 8) {
   case 1: return split ? tc_launch_main<2, 1, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 1, false, EPI_STATS>(p, env, s, op, err);
@@ -827,6 +831,24 @@ static inline int tc_plan_store(Params &p, bool split, int epi, const Env &env) 
     return 1;
   }
   return 0;
+}
+
+// The statistics epilogue: all of C_out in one block; in math "tf32" 512 positions per block (WM 4)
+// where that pads the planes' last tiles with no noticeably more rows: half the tiles, so half the
+// per-tile staging, barriers and epilogues (L2-23: 88 tiles per sample of 11 k-steps each).
+// VOLUA_TC_WM=2|4 forces one.
+static inline int tc_plan_stats(Params &p, bool split, const Env &env) {
+  const int wn = (int)tc_cdiv(p.C_out, 8);
+  const char *force = getenv("VOLUA_TC_WM");
+  const int want = force ? atoi(force) : 0;
+  Params a = p;
+  const int ok2 = tc_plan(p, wn, split, EPI_STATS, env);
+  const int ok4 = !split && want != 2 && tc_plan(a, wn, split, EPI_STATS, env, 4);
+  if (ok4 && (!ok2 || want == 4 || a.tiles_per_plane * a.BM * 8 <= p.tiles_per_plane * p.BM * 9)) {
+    p = a;
+    return 1;
+  }
+  return ok2;
 }
 
 static inline int tc_fast_disabled(void) {
