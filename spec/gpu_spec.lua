@@ -329,13 +329,20 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     assert_same(gi, wi, "L1-43 like indices")
   end)
 
+  -- The tf32 tolerance (rtol 1e-2, atol 1e-2) is the golden cases' and holds for their data: inputs
+  -- uniform in [0, 1), weights of PyTorch's init scale (here +-1/sqrt(K), K = 108). With randn
+  -- inputs and weights this spec failed at seed 1795328829: a model of TF32 (inputs truncated,
+  -- weights rounded, exact sums) puts ~4 % of such runs over the tolerance, with outputs near zero
+  -- where only atol applies. On the golden regime the model's worst ratio in 2000 runs is 0.08.
   it("tf32 math stays within the tf32 tolerance", function()
-    local x, w = data({2, 4, 7, 8, 9}, SEED + 61), data({6, 4, 3, 3, 3}, SEED + 62)
+    local x = vol.rand({2, 4, 7, 8, 9}, {seed = SEED + 61})
+    local w = data({6, 4, 3, 3, 3}, SEED + 62) * (1 / math.sqrt(4 * 27))
     local want = vol.conv3d(x, w)
     vol.set_math("tf32")
     local got = vol.conv3d(x:to(target), w:to(target)):cpu()
     vol.set_math("fp32")
-    assert.is_true(vol.allclose(got, want, {rtol = 1e-2, atol = 1e-2}))
+    assert.is_true(vol.allclose(got, want, {rtol = 1e-2, atol = 1e-2}),
+                   "max_abs_diff " .. tostring(vol.max_abs_diff(got, want)))
   end)
 
   -- "honoured": in tf32 the convolutions round their operands (error ~1e-3 relative), in fp32
