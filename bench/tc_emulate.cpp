@@ -307,7 +307,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   const int random_cases = argc > 1 ? atoi(argv[1]) : 6;
-  // VOLUA_EMU_SMS: the emulated SM count (2 by default; more leaves spare blocks to the W-box fill)
+  // VOLUA_EMU_SMS: the emulated SM count (2 by default; more gives more persistent blocks and
+  // fewer tiles to each)
   if (getenv("VOLUA_EMU_SMS")) volua_tc::tc_emu_env.sms = atoi(getenv("VOLUA_EMU_SMS"));
   if (argc > 2) rng.seed((uint64_t)atoll(argv[2])); // a second argument: the seed of the random cases
   const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};

@@ -288,8 +288,8 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
   end)
 
   -- Values only, on planes larger than the random shapes': the separable kernel of
-  -- kernels/max_pool3d.cu (16- and 4-byte loads, slices up to 150 x 150, windows with up to 10
-  -- input slices, output depths whose window holds no input slice).
+  -- kernels/max_pool3d.cu (16- and 4-byte loads, slices up to 150 x 150; windows of up to 4 input
+  -- slices loaded together and of 5 in a loop; output depths whose window holds no input slice).
   it("max_pool3d values only on larger planes", function()
     local r = generator(SEED * 31 + 7)
     local cases = {
@@ -298,7 +298,8 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{2, 3, 17, 61, 67}, {kernel_size = {3, 2, 3}, stride = {1, 1, 1}, padding = {1, 1, 0}}}, -- odd W: 4-byte loads
       {{1, 1, 9, 33, 35}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true}},
       {{3, 2, 6, 130, 130}, {kernel_size = {2, 1, 1}, stride = {2, 1, 1}}},
-      {{1, 2, 12, 20, 24}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}}}, -- 10 input slices per window
+      {{1, 2, 12, 20, 24}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}}}, -- 4 slices spanning 10
+      {{2, 2, 11, 20, 24}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1}}}, -- 5 slices: the loop
       {{2, 2, 5, 150, 150}, {kernel_size = 3, stride = 3}},
       {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice: -inf
     }
