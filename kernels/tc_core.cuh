@@ -734,62 +734,56 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
   return 0;
 }
 
-// Dispatch on (channels per block, math). Store epilogues come in 32 and 64 channels per block,
-// the statistics epilogue in 8 to 32 (all of C_out in one block). Two functions, so that a .cu
-// instantiates only the kernels it launches.
+// Dispatch on (positions per block, channels per block, math). Store and statistics launches are
+// separate functions, so that a .cu instantiates only the kernels it launches.
 static inline int tc_no_variant(const Params &p, const char *op, char *err) {
   if (err) snprintf(err, VOLUA_ERR_MAX, "%s: no tensor-core variant for %d channels per block", op, p.BN);
   return 1;
 }
 
-template <class P> static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, const char *op, char *err) {
-  const bool split = p.E == 4;
-  const int wn = p.BN / 8;
-  if (split && p.WM == 2) {
-    if (epi == EPI_WBOX) {
-      if (wn == 8) return tc_launch_main<2, 8, true, EPI_WBOX>(p, env, s, op, err);
-      if (wn == 4) return tc_launch_main<2, 4, true, EPI_WBOX>(p, env, s, op, err);
-    } else {
-      if (wn == 8) return tc_launch_main<2, 8, true, EPI_STORE>(p, env, s, op, err);
-      if (wn == 4) return tc_launch_main<2, 4, true, EPI_STORE>(p, env, s, op, err);
-    }
-  } else if (!split && p.WM == 2) {
-    if (epi == EPI_WBOX) {
-      if (wn == 8) return tc_launch_main<2, 8, false, EPI_WBOX>(p, env, s, op, err);
-      if (wn == 4) return tc_launch_main<2, 4, false, EPI_WBOX>(p, env, s, op, err);
-    } else {
-      if (wn == 8) return tc_launch_main<2, 8, false, EPI_STORE>(p, env, s, op, err);
-      if (wn == 4) return tc_launch_main<2, 4, false, EPI_STORE>(p, env, s, op, err);
-    }
-  } else if (!split && p.WM == 4) {
-    if (epi == EPI_WBOX) {
-      if (wn == 8) return tc_launch_main<4, 8, false, EPI_WBOX>(p, env, s, op, err);
-      if (wn == 4) return tc_launch_main<4, 4, false, EPI_WBOX>(p, env, s, op, err);
-    } else {
-      if (wn == 8) return tc_launch_main<4, 8, false, EPI_STORE>(p, env, s, op, err);
-      if (wn == 4) return tc_launch_main<4, 4, false, EPI_STORE>(p, env, s, op, err);
-    }
+// Store epilogues come in 32 and 64 channels per block (WN 4, 8), the statistics epilogue in 8 to
+// 32 (WN 1 to 4: all of C_out in one block); each helper instantiates only those.
+template <int WM, bool SPLIT, int EPI, class P>
+static inline int tc_launch_store_wn(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  switch (p.BN / 8) {
+  case 4: return tc_launch_main<WM, 4, SPLIT, EPI>(p, env, s, op, err);
+  case 8: return tc_launch_main<WM, 8, SPLIT, EPI>(p, env, s, op, err);
+  default: return tc_no_variant(p, op, err);
   }
+}
+
+template <int WM, bool SPLIT, class P>
+static inline int tc_launch_stats_wn(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  switch (p.BN / 8) {
+  case 1: return tc_launch_main<WM, 1, SPLIT, EPI_STATS>(p, env, s, op, err);
+  case 2: return tc_launch_main<WM, 2, SPLIT, EPI_STATS>(p, env, s, op, err);
+  case 3: return tc_launch_main<WM, 3, SPLIT, EPI_STATS>(p, env, s, op, err);
+  case 4: return tc_launch_main<WM, 4, SPLIT, EPI_STATS>(p, env, s, op, err);
+  default: return tc_no_variant(p, op, err);
+  }
+}
+
+// The (WM, math) pairs that exist: WM 2 in both maths, WM 4 in math "tf32" only.
+template <class P> static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, const char *op, char *err) {
+  const bool split = p.E == 4, wbox = epi == EPI_WBOX;
+  if (split && p.WM == 2)
+    return wbox ? tc_launch_store_wn<2, true, EPI_WBOX>(p, env, s, op, err)
+                : tc_launch_store_wn<2, true, EPI_STORE>(p, env, s, op, err);
+  if (!split && p.WM == 2)
+    return wbox ? tc_launch_store_wn<2, false, EPI_WBOX>(p, env, s, op, err)
+                : tc_launch_store_wn<2, false, EPI_STORE>(p, env, s, op, err);
+  if (!split && p.WM == 4)
+    return wbox ? tc_launch_store_wn<4, false, EPI_WBOX>(p, env, s, op, err)
+                : tc_launch_store_wn<4, false, EPI_STORE>(p, env, s, op, err);
   return tc_no_variant(p, op, err);
 }
 
 template <class P> static inline int tc_launch_stats(P &p, const Env &env, tc_stream s, const char *op, char *err) {
   const bool split = p.E == 4;
-  if (!split && p.WM == 4) switch (p.BN / 8) {
-    case 1: return tc_launch_main<4, 1, false, EPI_STATS>(p, env, s, op, err);
-    case 2: return tc_launch_main<4, 2, false, EPI_STATS>(p, env, s, op, err);
-    case 3: return tc_launch_main<4, 3, false, EPI_STATS>(p, env, s, op, err);
-    case 4: return tc_launch_main<4, 4, false, EPI_STATS>(p, env, s, op, err);
-    default: return tc_no_variant(p, op, err);
-    }
-  if (p.WM != 2) return tc_no_variant(p, op, err);
-  switch (p.BN / 8) {
-  case 1: return split ? tc_launch_main<2, 1, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 1, false, EPI_STATS>(p, env, s, op, err);
-  case 2: return split ? tc_launch_main<2, 2, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 2, false, EPI_STATS>(p, env, s, op, err);
-  case 3: return split ? tc_launch_main<2, 3, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 3, false, EPI_STATS>(p, env, s, op, err);
-  case 4: return split ? tc_launch_main<2, 4, true, EPI_STATS>(p, env, s, op, err) : tc_launch_main<2, 4, false, EPI_STATS>(p, env, s, op, err);
-  default: return tc_no_variant(p, op, err);
-  }
+  if (split && p.WM == 2) return tc_launch_stats_wn<2, true>(p, env, s, op, err);
+  if (!split && p.WM == 2) return tc_launch_stats_wn<2, false>(p, env, s, op, err);
+  if (!split && p.WM == 4) return tc_launch_stats_wn<4, false>(p, env, s, op, err);
+  return tc_no_variant(p, op, err);
 }
 
 // Variant choice for a store epilogue: 64 channels per block where the weights fit whole, else 32,
