@@ -252,6 +252,12 @@ def fmt(v, nd=3):
     return f"{v:.{nd}f}"
 
 
+def err_cell(r, mode):
+    """A row's max rel err in a math mode, marked ok or FAIL by allclose at the mode's tolerance."""
+    ok = r[mode + "_allclose"]
+    return fmt(r[mode + "_max_rel_err"]) + ("" if ok is None else (" ok" if ok else " FAIL"))
+
+
 def cmd_report(a):
     with open(os.path.join(a.dir, "torch.json")) as f:
         tj = json.load(f)
@@ -321,13 +327,11 @@ def cmd_report(a):
     lines.append("| " + " | ".join(hdr) + " |")
     lines.append("|" + "---|" * len(hdr))
     for r in main_rows:
-        okf = "" if r["fp32_allclose"] is None else (" ok" if r["fp32_allclose"] else " FAIL")
-        okt = "" if r["tf32_allclose"] is None else (" ok" if r["tf32_allclose"] else " FAIL")
         cells = [r["problem"], fmt(r["eager_ms"]), fmt(r["compile_ms"]), fmt(r["best_tf32_on_ms"]),
                  fmt(r["best_tf32_off_ms"]), fmt(r["volua_fp32_ms"]), fmt(r["volua_tf32_ms"]),
                  fmt(r["fp32_speedup_vs_eager"], 2), fmt(r["tf32_speedup_vs_eager"], 2),
                  fmt(r["fp32_speedup_vs_best_off"], 2), fmt(r["tf32_speedup_vs_best_on"], 2),
-                 fmt(r["fp32_max_rel_err"]) + okf, fmt(r["tf32_max_rel_err"]) + okt,
+                 err_cell(r, "fp32"), err_cell(r, "tf32"),
                  f"{fmt(r['floor_fp32_ms'])} / {fmt(r['floor_tf32_ms'])}",
                  f"{fmt(r['fp32_pct_of_floor'], 0)} / {fmt(r['tf32_pct_of_floor'], 0)}"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -344,12 +348,9 @@ def cmd_report(a):
         lines.append("| " + " | ".join(xh) + " |")
         lines.append("|" + "---|" * len(xh))
         for r in extra_rows:
-            okf = "" if r["fp32_allclose"] is None else (" ok" if r["fp32_allclose"] else " FAIL")
-            okt = "" if r["tf32_allclose"] is None else (" ok" if r["tf32_allclose"] else " FAIL")
             cells = [r["problem"], r["desc"], fmt(r["eager_ms"]), fmt(r["best_tf32_on_ms"]), fmt(r["best_tf32_off_ms"]),
                      fmt(r["volua_fp32_ms"]), fmt(r["volua_tf32_ms"]), fmt(r["fp32_speedup_vs_best_off"], 2),
-                     fmt(r["tf32_speedup_vs_best_on"], 2), fmt(r["fp32_max_rel_err"]) + okf,
-                     fmt(r["tf32_max_rel_err"]) + okt]
+                     fmt(r["tf32_speedup_vs_best_on"], 2), err_cell(r, "fp32"), err_cell(r, "tf32")]
             lines.append("| " + " | ".join(cells) + " |")
     fast = [f"{r['problem']} fp32 {r['fp32_fast_path']}, tf32 {r['tf32_fast_path']}" for r in rows]
     lines.append("")
