@@ -39,7 +39,7 @@ static std::vector<float> randu(int64_t n, float lo, float hi) {
   return v;
 }
 
-// -- float64 references (groups 1, zero padding) ----
+// -- float64 references (zero padding) ----
 
 static void ref_conv3d(const volua_conv3d_geom &g, const float *x, const float *w, const float *b, double *y) {
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2], OD = g.out[0], OH = g.out[1], OW = g.out[2];
@@ -50,7 +50,8 @@ static void ref_conv3d(const volua_conv3d_geom &g, const float *x, const float *
         for (int64_t oh = 0; oh < OH; oh++)
           for (int64_t ow = 0; ow < OW; ow++) {
             double s = b ? b[co] : 0.0;
-            for (int64_t ci = 0; ci < g.C_in; ci++)
+            const int64_t cig = g.C_in / g.groups, grp = co / (g.C_out / g.groups);
+            for (int64_t cil = 0; cil < cig; cil++)
               for (int64_t a = 0; a < kD; a++)
                 for (int64_t c = 0; c < kH; c++)
                   for (int64_t e = 0; e < kW; e++) {
@@ -58,8 +59,8 @@ static void ref_conv3d(const volua_conv3d_geom &g, const float *x, const float *
                     const int64_t ih = oh * g.stride[1] - g.pad_lo[1] + c * g.dilation[1];
                     const int64_t iw = ow * g.stride[2] - g.pad_lo[2] + e * g.dilation[2];
                     if (id < 0 || id >= D || ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                    s += (double)x[(((n * g.C_in + ci) * D + id) * H + ih) * W + iw] *
-                         (double)w[(((co * g.C_in + ci) * kD + a) * kH + c) * kW + e];
+                    s += (double)x[(((n * g.C_in + grp * cig + cil) * D + id) * H + ih) * W + iw] *
+                         (double)w[(((co * cig + cil) * kD + a) * kH + c) * kW + e];
                   }
             y[(((n * g.C_out + co) * OD + od) * OH + oh) * OW + ow] = s;
           }
@@ -77,7 +78,8 @@ static void ref_conv_transpose3d(const volua_conv_transpose3d_geom &g, const flo
         for (int64_t ih = 0; ih < H; ih++)
           for (int64_t iw = 0; iw < W; iw++) {
             const double xv = x[(((n * g.C_in + ci) * D + id) * H + ih) * W + iw];
-            for (int64_t co = 0; co < g.C_out; co++)
+            const int64_t cog = g.C_out / g.groups, grp = ci / (g.C_in / g.groups);
+            for (int64_t col = 0; col < cog; col++)
               for (int64_t a = 0; a < kD; a++)
                 for (int64_t c = 0; c < kH; c++)
                   for (int64_t e = 0; e < kW; e++) {
@@ -85,8 +87,8 @@ static void ref_conv_transpose3d(const volua_conv_transpose3d_geom &g, const flo
                     const int64_t oh = ih * g.stride[1] - g.padding[1] + c * g.dilation[1];
                     const int64_t ow = iw * g.stride[2] - g.padding[2] + e * g.dilation[2];
                     if (od < 0 || od >= OD || oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
-                    y[(((n * g.C_out + co) * OD + od) * OH + oh) * OW + ow] +=
-                        xv * (double)w[(((ci * g.C_out + co) * kD + a) * kH + c) * kW + e];
+                    y[(((n * g.C_out + grp * cog + col) * OD + od) * OH + oh) * OW + ow] +=
+                        xv * (double)w[(((ci * cog + col) * kD + a) * kH + c) * kW + e];
                   }
           }
 }
@@ -120,23 +122,23 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
 }
 
 static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
-                       const int64_t pd[3], const int64_t dl[3], bool bias, volua_math_mode math) {
+                       const int64_t pd[3], const int64_t dl[3], bool bias, volua_math_mode math, int64_t groups = 1) {
   volua_conv3d_geom g;
   memset(&g, 0, sizeof g);
-  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = 1, g.padding_mode = VOLUA_PAD_ZEROS;
+  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = groups, g.padding_mode = VOLUA_PAD_ZEROS;
   for (int d = 0; d < 3; d++) {
     g.in[d] = in[d], g.kernel[d] = k[d], g.stride[d] = s[d], g.pad_lo[d] = g.pad_hi[d] = pd[d], g.dilation[d] = dl[d];
     g.out[d] = out_size(in[d], k[d], s[d], pd[d], dl[d]);
   }
   char what[256];
-  snprintf(what, sizeof what, "conv3d %s x(%lld,%lld,%lld,%lld,%lld) co %lld k(%lld,%lld,%lld) s(%lld,%lld,%lld) p(%lld,%lld,%lld) d(%lld,%lld,%lld)%s",
+  snprintf(what, sizeof what, "conv3d %s x(%lld,%lld,%lld,%lld,%lld) co %lld g %lld k(%lld,%lld,%lld) s(%lld,%lld,%lld) p(%lld,%lld,%lld) d(%lld,%lld,%lld)%s",
            math == VOLUA_MATH_FP32 ? "fp32" : "tf32", (long long)N, (long long)Ci, (long long)in[0], (long long)in[1],
-           (long long)in[2], (long long)Co, (long long)k[0], (long long)k[1], (long long)k[2], (long long)s[0],
+           (long long)in[2], (long long)Co, (long long)groups, (long long)k[0], (long long)k[1], (long long)k[2], (long long)s[0],
            (long long)s[1], (long long)s[2], (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)dl[0],
            (long long)dl[1], (long long)dl[2], bias ? " bias" : "");
   if (g.out[0] <= 0 || g.out[1] <= 0 || g.out[2] <= 0) return;
   auto x = randu(N * Ci * in[0] * in[1] * in[2], -1, 1);
-  auto w = randu(Co * Ci * k[0] * k[1] * k[2], -1, 1);
+  auto w = randu(Co * (Ci / groups) * k[0] * k[1] * k[2], -1, 1);
   auto b = randu(Co, -1, 1);
   const int64_t ny = N * Co * g.out[0] * g.out[1] * g.out[2];
   std::vector<float> y((size_t)ny, NAN);
@@ -153,24 +155,25 @@ static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], c
 }
 
 static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
-                          const int64_t pd[3], const int64_t op[3], const int64_t dl[3], bool bias, volua_math_mode math) {
+                          const int64_t pd[3], const int64_t op[3], const int64_t dl[3], bool bias, volua_math_mode math,
+                          int64_t groups = 1) {
   volua_conv_transpose3d_geom g;
   memset(&g, 0, sizeof g);
-  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = 1;
+  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = groups;
   for (int d = 0; d < 3; d++) {
     g.in[d] = in[d], g.kernel[d] = k[d], g.stride[d] = s[d], g.padding[d] = pd[d], g.output_padding[d] = op[d];
     g.dilation[d] = dl[d];
     g.out[d] = (in[d] - 1) * s[d] - 2 * pd[d] + dl[d] * (k[d] - 1) + op[d] + 1;
   }
   char what[256];
-  snprintf(what, sizeof what, "conv_transpose3d %s x(%lld,%lld,%lld,%lld,%lld) co %lld k(%lld,%lld,%lld) s(%lld,%lld,%lld) p(%lld,%lld,%lld) op(%lld,%lld,%lld) d(%lld,%lld,%lld)%s",
+  snprintf(what, sizeof what, "conv_transpose3d %s x(%lld,%lld,%lld,%lld,%lld) co %lld g %lld k(%lld,%lld,%lld) s(%lld,%lld,%lld) p(%lld,%lld,%lld) op(%lld,%lld,%lld) d(%lld,%lld,%lld)%s",
            math == VOLUA_MATH_FP32 ? "fp32" : "tf32", (long long)N, (long long)Ci, (long long)in[0], (long long)in[1],
-           (long long)in[2], (long long)Co, (long long)k[0], (long long)k[1], (long long)k[2], (long long)s[0],
+           (long long)in[2], (long long)Co, (long long)groups, (long long)k[0], (long long)k[1], (long long)k[2], (long long)s[0],
            (long long)s[1], (long long)s[2], (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)op[0],
            (long long)op[1], (long long)op[2], (long long)dl[0], (long long)dl[1], (long long)dl[2], bias ? " bias" : "");
   if (g.out[0] <= 0 || g.out[1] <= 0 || g.out[2] <= 0) return;
   auto x = randu(N * Ci * in[0] * in[1] * in[2], -1, 1);
-  auto w = randu(Ci * Co * k[0] * k[1] * k[2], -1, 1);
+  auto w = randu(Ci * (Co / groups) * k[0] * k[1] * k[2], -1, 1);
   auto b = randu(Co, -1, 1);
   const int64_t ny = N * Co * g.out[0] * g.out[1] * g.out[2];
   std::vector<float> y((size_t)ny, NAN);
@@ -278,7 +281,7 @@ static void plans(void) {
     { // L1-77: its one live phase (1, 1, 1)
       Params p;
       memset(&p, 0, sizeof p);
-      p.N = 16, p.C_in = 32, p.C_out = 64;
+      p.N = 16, p.groups = 1, p.C_in = 32, p.C_out = 64;
       const int64_t in[3] = {16, 32, 32}, Q[3] = {16, 32, 32};
       for (int d = 0; d < 3; d++) {
         p.in[d] = in[d], p.Q[d] = Q[d], p.istride[d] = 1, p.ipad[d] = 1, p.idil[d] = 1, p.taps[d] = 3;
@@ -336,14 +339,26 @@ int main(int argc, char **argv) {
       const int64_t s3[3] = {2, 2, 2}, op3[3] = {1, 0, 1};
       run_transpose(1, 6, 20, in2, k2, s3, p2, op3, d, true, m);
     }
+    { // groups: L1-72/73-like transposed convs (8 channels per group, every phase live, bias per
+      // group), a grouped conv3d with two channel blocks per group, and depthwise
+      const int64_t in[3] = {3, 5, 8}, k[3] = {3, 5, 7}, s[3] = {2, 2, 2}, p[3] = {1, 2, 3}, op[3] = {1, 1, 1};
+      const int64_t d[3] = {1, 1, 1}, k3[3] = {3, 3, 3}, p1[3] = {1, 1, 1}, op0[3] = {0, 0, 0}, s1[3] = {1, 1, 1};
+      run_transpose(2, 32, 32, in, k, s, p, op, d, true, m, 4);
+      run_transpose(1, 32, 32, in, k3, s, p1, op0, d, false, m, 4);
+      const int64_t inw[3] = {2, 3, 128}; // L1-73-like rows: W phase pairs with C_in in chunks
+      run_transpose(1, 32, 16, inw, k3, s, p1, op0, d, true, m);
+      run_conv3d(2, 6, 144, in, k3, s1, p1, d, true, m, 2);
+      run_conv3d(2, 8, 8, in, k3, s, p1, d, true, m, 8);
+    }
     for (int i = 0; i < random_cases; i++) {
       int64_t in[3], k[3], s[3], p[3], d[3], op[3];
       for (int j = 0; j < 3; j++) {
         in[j] = irand(1, 9), k[j] = irand(1, 4), s[j] = irand(1, 3), d[j] = irand(1, 3), p[j] = irand(0, 2);
         op[j] = irand(0, (s[j] > d[j] ? s[j] : d[j]) - 1);
       }
-      run_conv3d(irand(1, 2), irand(1, 5), irand(1, 70), in, k, s, p, d, irand(0, 1), m);
-      run_transpose(irand(1, 2), irand(1, 5), irand(1, 40), in, k, s, p, op, d, irand(0, 1), m);
+      const int64_t gc = irand(0, 1) ? 1 : irand(2, 4), gt = irand(0, 1) ? 1 : irand(2, 4);
+      run_conv3d(irand(1, 2), gc * irand(1, 5), gc * irand(1, 70 / gc), in, k, s, p, d, irand(0, 1), m, gc);
+      run_transpose(irand(1, 2), gt * irand(1, 5), gt * irand(1, 40 / gt), in, k, s, p, op, d, irand(0, 1), m, gt);
       const int64_t groups = irand(1, 4);
       run_gn_mean(irand(1, 3), irand(1, 3), groups * irand(1, 32 / groups), groups, in, k, s, p, d,
                   irand(0, 1) ? 0.0f : 20.0f, m);

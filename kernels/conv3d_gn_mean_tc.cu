@@ -56,11 +56,13 @@ extern "C" int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, 
   p.x = x;
   p.bias = cb;
   p.N = c->N;
+  p.groups = 1;
   p.C_in = c->C_in;
   p.C_out = c->C_out;
   WeightMap m;
   const int64_t kvol = c->kernel[0] * c->kernel[1] * c->kernel[2];
   m.w = cw;
+  m.w_g = 0;
   m.w_co = c->C_in * kvol;
   m.w_ci = kvol;
   for (int d = 0; d < 3; d++) {

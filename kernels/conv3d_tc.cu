@@ -1,5 +1,5 @@
-// conv3d_tc.cu: conv3d on tensor cores (the implicit GEMM of tc_core.cuh) for groups 1 and
-// padding_mode "zeros", any stride, dilation and padding; also the fast-path call counter.
+// conv3d_tc.cu: conv3d on tensor cores (the implicit GEMM of tc_core.cuh) for padding_mode
+// "zeros", any groups, stride, dilation and padding; also the fast-path call counter.
 #include "tc_core.cuh"
 
 using namespace volua_tc;
@@ -14,8 +14,9 @@ extern "C" void volua_cuda_fast_note_call(void) { fast_calls++; }
 
 static void conv3d_params(const volua_conv3d_geom *g, Params &p) {
   p.N = g->N;
-  p.C_in = g->C_in;
-  p.C_out = g->C_out;
+  p.groups = g->groups;
+  p.C_in = g->C_in / g->groups; // one group's channels
+  p.C_out = g->C_out / g->groups;
   for (int d = 0; d < 3; d++) {
     p.in[d] = g->in[d];
     p.Q[d] = g->out[d];
@@ -29,13 +30,15 @@ static void conv3d_params(const volua_conv3d_geom *g, Params &p) {
   }
 }
 
-// conv3d's weight (C_out, C_in, kD, kH, kW) walked tap by tap.
+// conv3d's weight (C_out, C_in / groups, kD, kH, kW) walked tap by tap; group g's output channels
+// are rows g * C_out / groups on.
 static WeightMap conv3d_weights(const volua_conv3d_geom *g, const float *w) {
   WeightMap m;
   const int64_t kvol = g->kernel[0] * g->kernel[1] * g->kernel[2];
   m.w = w;
-  m.w_co = g->C_in * kvol;
+  m.w_co = g->C_in / g->groups * kvol;
   m.w_ci = kvol;
+  m.w_g = g->C_out / g->groups * m.w_co;
   for (int d = 0; d < 3; d++) {
     m.kdim[d] = g->kernel[d];
     m.kfirst[d] = 0;
@@ -47,7 +50,7 @@ static WeightMap conv3d_weights(const volua_conv3d_geom *g, const float *w) {
 extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                                     float *y, volua_math_mode math, cudaStream_t s, char *err) {
   const char *op = "conv3d";
-  if (tc_fast_disabled() || g->groups != 1 || g->padding_mode != VOLUA_PAD_ZEROS) return VOLUA_FAST_NOT_APPLICABLE;
+  if (tc_fast_disabled() || g->groups < 1 || g->padding_mode != VOLUA_PAD_ZEROS) return VOLUA_FAST_NOT_APPLICABLE;
   if (g->N <= 0 || g->C_in <= 0 || g->C_out <= 0 || g->out[0] <= 0 || g->out[1] <= 0 || g->out[2] <= 0)
     return VOLUA_FAST_NOT_APPLICABLE;
   Env env;

@@ -1,4 +1,4 @@
-// conv_transpose3d_tc.cu: conv_transpose3d on tensor cores for groups 1, phase by phase. Output o
+// conv_transpose3d_tc.cu: conv_transpose3d on tensor cores for any groups, phase by phase. Output o
 // (per dim) receives input i through tap k when o = i*stride - padding + k*dilation; the outputs of
 // one phase o = stride*q + c see a fixed set of taps (k*dilation = c + padding mod stride), an
 // ordinary convolution over q that tc_core.cuh computes as an implicit GEMM. Phases with no taps
@@ -117,7 +117,7 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
                                               const float *b, float *y, volua_math_mode math, cudaStream_t s,
                                               char *err) {
   const char *op = "conv_transpose3d";
-  if (tc_fast_disabled() || g->groups != 1) return VOLUA_FAST_NOT_APPLICABLE;
+  if (tc_fast_disabled() || g->groups < 1) return VOLUA_FAST_NOT_APPLICABLE;
   if (g->N <= 0 || g->C_in <= 0 || g->C_out <= 0 || g->out[0] <= 0 || g->out[1] <= 0 || g->out[2] <= 0)
     return VOLUA_FAST_NOT_APPLICABLE;
   for (int d = 0; d < 3; d++)
@@ -168,8 +168,16 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
   const int need_fill = !fill_first && (dead[0] || dead[1] || (!wbox && dead[2]));
 
   // -- plan every live phase before launching anything (a phase that does not fit: not applicable) ----
+  // With stride 2 along W and both W phases live, a (cd, ch) pair of phases is one launch of two
+  // sub-GEMMs over a shared grid and patch (tc_core.cuh, Params::nsub), so that each output row's
+  // sectors are written whole by one block: as two launches every sector was written half, then
+  // read back from DRAM to be completed (KernelBench L1-73: 400 MB read, 260 MB written per phase
+  // for 130 MB of outputs). Where the pair does not fit shared memory, its phases run one by one.
+  // VOLUA_TC_WPAIR=0 runs every phase on its own (for measuring).
+  const char *wpair_env = getenv("VOLUA_TC_WPAIR");
+  const int wpair = g->stride[2] == 2 && nlive[2] == 2 && epi == EPI_STORE && !(wpair_env && strcmp(wpair_env, "0") == 0);
   static Params plans[MAX_PHASES];
-  static WeightMap maps[MAX_PHASES];
+  static WeightMap maps[MAX_PHASES][2];
   int nplans = 0;
   const int64_t kvol = g->kernel[0] * g->kernel[1] * g->kernel[2];
   for (int64_t cd = 0; cd < g->stride[0]; cd++)
@@ -184,12 +192,14 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         p.bias = b;
         p.y = y;
         p.N = g->N;
-        p.C_in = g->C_in;
-        p.C_out = g->C_out;
-        WeightMap &m = maps[nplans];
+        p.groups = g->groups;
+        p.C_in = g->C_in / g->groups; /* one group's channels */
+        p.C_out = g->C_out / g->groups;
+        WeightMap &m = maps[nplans][0];
         m.w = w;
-        m.w_co = kvol;             /* weight (C_in, C_out, kD, kH, kW) */
-        m.w_ci = g->C_out * kvol;
+        m.w_co = kvol; /* weight (C_in, C_out / groups, kD, kH, kW): group g's rows g * C_in / groups on */
+        m.w_ci = p.C_out * kvol;
+        m.w_g = p.C_in * m.w_ci;
         for (int d = 0; d < 3; d++) {
           p.in[d] = g->in[d];
           p.Q[d] = f[d]->Q;
@@ -203,6 +213,37 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
           m.kdim[d] = g->kernel[d];
           m.kfirst[d] = f[d]->kfirst;
           m.kstep[d] = f[d]->kstep;
+        }
+        if (wpair && cw == 0) { // both W phases in one launch, where they fit
+          const phase *w0 = &ph[2][0], *w1 = &ph[2][1];
+          Params q = p;
+          q.nsub = 2;
+          q.Q[2] = w0->Q > w1->Q ? w0->Q : w1->Q;
+          q.ipad[2] = w0->ipad > w1->ipad ? w0->ipad : w1->ipad;
+          q.taps[2] = w0->taps > w1->taps ? w0->taps : w1->taps;
+          q.oofs[2] = 0;
+          int64_t span = 0;
+          for (int sb = 0; sb < 2; sb++) {
+            const phase *fw = sb ? w1 : w0;
+            q.sub_taps2[sb] = fw->taps;
+            q.sub_oofs2[sb] = sb;
+            q.sub_Q2[sb] = fw->Q;
+            q.sub_cofs[sb] = (int)(q.ipad[2] - fw->ipad);
+            const int64_t e = q.sub_cofs[sb] + (fw->taps - 1) * fw->idil + 1;
+            if (e > span) span = e;
+          }
+          q.wspan = span;
+          if (tc_plan_store(q, math == VOLUA_MATH_FP32, EPI_STORE, env)) {
+            p = q;
+            maps[nplans][1] = m;
+            maps[nplans][1].kfirst[2] = w1->kfirst;
+            maps[nplans][1].kstep[2] = w1->kstep;
+            maps[nplans][0].kfirst[2] = w0->kfirst;
+            maps[nplans][0].kstep[2] = w0->kstep;
+            nplans++;
+            cw++; // phase 1 is the pair's second sub-GEMM
+            continue;
+          }
         }
         if (!tc_plan_store(p, math == VOLUA_MATH_FP32, epi, env)) return VOLUA_FAST_NOT_APPLICABLE;
         nplans++;
@@ -220,10 +261,32 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
     }
   }
   for (int i = 0; i < nplans; i++) {
+    Params &p = plans[i];
+    if (p.nsub == 2) { // each sub-GEMM's weights, prepared as a plain phase's
+      float *wp2[2] = {NULL, NULL};
+      for (int sb = 0; sb < 2; sb++) {
+        Params q = p;
+        q.nsub = 1;
+        q.taps[2] = p.sub_taps2[sb];
+        q.ksteps = p.sub_ksteps[sb];
+        q.w_floats = p.sub_w_floats[sb];
+        if (tc_prep_weights(q, maps[i][sb], &wp2[sb], s, op, err)) {
+          volua_cuda_free(wp2[0]);
+          return 1;
+        }
+        p.sub_wprep[sb] = wp2[sb];
+      }
+      p.wprep = wp2[0];
+      const int rc = tc_launch_store2(p, env, s, op, err);
+      volua_cuda_free(wp2[0]);
+      volua_cuda_free(wp2[1]);
+      if (rc) return rc;
+      continue;
+    }
     float *wprep = NULL;
-    if (tc_prep_weights(plans[i], maps[i], &wprep, s, op, err)) return 1;
-    plans[i].wprep = wprep;
-    const int rc = tc_launch_store(plans[i], env, epi, s, op, err);
+    if (tc_prep_weights(p, maps[i][0], &wprep, s, op, err)) return 1;
+    p.wprep = wprep;
+    const int rc = tc_launch_store(p, env, epi, s, op, err);
     volua_cuda_free(wprep);
     if (rc) return rc;
   }

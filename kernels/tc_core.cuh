@@ -50,10 +50,11 @@ enum { EPI_STORE = 0, EPI_WBOX = 1, EPI_STATS = 2 };
 #define TC_WARPS 8
 
 // Where the weight of (co, ci, tap j) is: w[co*w_co + ci*w_ci + (k0*kdim1 + k1)*kdim2 + k2] with
-// k = kfirst + j*kstep per dim (conv3d: kfirst 0, kstep 1; a transposed phase walks its taps).
+// k = kfirst + j*kstep per dim (conv3d: kfirst 0, kstep 1; a transposed phase walks its taps);
+// group g's weights start at w + g*w_g (co and ci count within the group).
 struct WeightMap {
   const float *w;
-  int64_t w_co, w_ci;
+  int64_t w_g, w_co, w_ci; // w_g: from one group's weights to the next's
   int64_t kdim[3], kfirst[3], kstep[3];
 };
 
@@ -61,7 +62,10 @@ struct Params {
   const float *x, *wprep, *bias;
   float *y;
   double *partials; // EPI_STATS: (N, parts, C_out, 2) sums of v and v*v
-  int64_t N, C_in, C_out, in[3];
+  // groups: C_in and C_out are one group's channels; group g of sample n reads the input channels
+  // from (n * groups + g) * C_in on and writes the outputs from (n * groups + g) * C_out on, with
+  // weights of its own (EPI_STATS: groups 1)
+  int64_t N, groups, C_in, C_out, in[3];
   int64_t Q[3], istride[3], ipad[3], idil[3], taps[3];
   int64_t out[3], ostep[3], oofs[3];
   // the plan (tc_plan)
@@ -73,6 +77,20 @@ struct Params {
   int prow, wp, pitch_w, pitch_d, pitch_c, patch_floats, zero_floats, buf_floats, w_floats;
   int kofs_bytes, stats_bytes;
   size_t smem;
+  // Sub-GEMMs (a transposed convolution's two W phases of stride 2, conv_transpose3d_tc.cu): nsub
+  // GEMMs share the grid of positions (Q[2] the larger phase's column count) and the staged patch
+  // (wspan columns per position row: both phases' taps), and differ in taps along W, their column
+  // offset in the patch, weights and K table, their output column offset, and their columns
+  // (sub_Q2). A block computes a tile's sub-GEMMs back to back, so that the two phases' outputs,
+  // interleaved in each output row, reach L2 together: written by separate launches, each phase left
+  // every sector half written, and the GPU read every such sector back from DRAM to complete it
+  // (KernelBench L1-73: 400 MB read and 260 MB written per phase for 130 MB of outputs).
+  // nsub 1: sub_*[0] mirror the plain fields.
+  int nsub, cofs_max;
+  int64_t wspan;                      // patch columns read per position row, 0: from taps[2]
+  const float *sub_wprep[2];
+  int64_t sub_taps2[2], sub_oofs2[2], sub_Q2[2];
+  int sub_cofs[2], sub_ksteps[2], sub_w_floats[2];
 };
 
 // -- device side ----
@@ -96,43 +114,62 @@ TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, in
 // the whole patch in turn, one 16-byte copy each, with the row's (channel, plane, row) advanced by
 // carries (a warp used to take whole rows, some lanes per row: with rows of 9 groups (L1-77) over
 // half of its lanes idled through ~110 instructions of row set-up per 16-byte copy).
-// Without vec4 a warp takes a row at a time, a column per lane.
-template <class I>
-TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0) {
+// Without vec4, rows of at most 24 columns are dealt the same way one column (4 bytes) at a time
+// (KernelBench L1-59, W 10: a warp per row left 22 lanes idle through 76 instructions a row, 59 % of
+// the kernel's samples), and wider rows a row per warp, a column per lane.
+template <int VW, class I>
+TC_DEVICE void tc_stage_pairs(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0) {
   const int td = (int)p.taps[0], nrows = p.ci_chunk * td * rows;
   const I D = (I)p.in[0], H = (I)p.in[1], W = (I)p.in[2], C = (I)p.C_in, dil0 = (I)p.idil[0];
   const I ipad2 = (I)(p.ipad[2] + p.cshift);
-  if (p.vec4) {
-    const int G = (p.wp + 3) / 4, nth = blockDim.x, total = nrows * G;
-    const int dr = nth / G, dg = nth - dr * G; // a step of nth pairs: dr rows and dg groups
-    // dr rows as (channels, planes, rows): added digit by digit, one carry each
-    const int sc = dr / (td * rows), sj = (dr - sc * td * rows) / rows, sr = dr - (sc * td + sj) * rows;
-    int r = threadIdx.x / G, grp = threadIdx.x - r * G;
-    int cil = r / (td * rows), jd = (r - cil * td * rows) / rows, row = r - (cil * td + jd) * rows;
-    for (int e = threadIdx.x; e < total; e += nth) {
-      const I ci = (I)chunk * p.ci_chunk + cil, id = id0 + jd * dil0, ih = ih0 + row, iw = 4 * grp - ipad2;
-      const bool ok = ci < C && id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W;
-      float *dst = buf + cil * p.pitch_c + jd * p.pitch_d + row * p.pitch_w + 4 * grp;
+  const int G = (p.wp + VW - 1) / VW, nth = blockDim.x, total = nrows * G;
+  const int dr = nth / G, dg = nth - dr * G; // a step of nth pairs: dr rows and dg groups
+  // dr rows as (channels, planes, rows): added digit by digit, one carry each
+  const int sc = dr / (td * rows), sj = (dr - sc * td * rows) / rows, sr = dr - (sc * td + sj) * rows;
+  int r = threadIdx.x / G, grp = threadIdx.x - r * G;
+  int cil = r / (td * rows), jd = (r - cil * td * rows) / rows, row = r - (cil * td + jd) * rows;
+  for (int e = threadIdx.x; e < total; e += nth) {
+    const I ci = (I)chunk * p.ci_chunk + cil, id = id0 + jd * dil0, ih = ih0 + row, iw = VW * grp - ipad2;
+    const bool ok = ci < C && id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W;
+    float *dst = buf + cil * p.pitch_c + jd * p.pitch_d + row * p.pitch_w + VW * grp;
+    if (VW == 4)
       tc_cp16z(dst, ok ? xn + ((ci * D + id) * H + ih) * W + iw : p.x, ok);
-      grp += dg;
-      row += sr;
-      jd += sj;
-      cil += sc;
-      if (grp >= G) { // one more row
-        grp -= G;
-        row++;
-      }
-      if (row >= rows) {
-        row -= rows;
-        jd++;
-      }
-      if (jd >= td) {
-        jd -= td;
-        cil++;
-      }
+    else
+      tc_cp4(dst, ok ? xn + ((ci * D + id) * H + ih) * W + iw : p.x, ok);
+    grp += dg;
+    row += sr;
+    jd += sj;
+    cil += sc;
+    if (grp >= G) { // one more row
+      grp -= G;
+      row++;
     }
+    if (row >= rows) {
+      row -= rows;
+      jd++;
+    }
+    if (jd >= td) {
+      jd -= td;
+      cil++;
+    }
+  }
+}
+
+template <class I>
+TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0) {
+  if (p.vec4) {
+    tc_stage_pairs<4, I>(p, buf, xn, chunk, rows, id0, ih0);
     return;
   }
+#ifndef VOLUA_TC_NO_VW1
+  if (p.wp <= 24) {
+    tc_stage_pairs<1, I>(p, buf, xn, chunk, rows, id0, ih0);
+    return;
+  }
+#endif
+  const int td = (int)p.taps[0], nrows = p.ci_chunk * td * rows;
+  const I D = (I)p.in[0], H = (I)p.in[1], W = (I)p.in[2], C = (I)p.C_in, dil0 = (I)p.idil[0];
+  const I ipad2 = (I)(p.ipad[2] + p.cshift);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   int r = warp;
   int cil = r / (td * rows), jd = (r - cil * td * rows) / rows, row = r - (cil * td + jd) * rows;
@@ -157,7 +194,8 @@ TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int c
   }
 }
 
-TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk) {
+template <bool GR>
+TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk, int grp) {
   int64_t n, qd, p0;
   tc_decode(p, T, n, qd, p0);
   const int64_t Q2 = p.Q[2];
@@ -165,15 +203,15 @@ TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk)
   const int64_t qh0 = p0 / Q2, qh1 = plast / Q2;
   const int rows = (int)((qh1 - qh0) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1);
   const int64_t ih0 = qh0 * p.istride[1] - p.ipad[1], id0 = qd * p.istride[0] - p.ipad[0];
-  const float *xn = p.x + n * p.C_in * p.in[0] * p.in[1] * p.in[2];
+  const float *xn = p.x + (GR ? n * p.groups + grp : n) * p.C_in * p.in[0] * p.in[1] * p.in[2];
   if (p.x32 && id0 > -(1 << 30) && id0 < (1 << 30) && ih0 > -(1 << 30) && ih0 < (1 << 30))
     tc_stage_rows<int>(p, buf, xn, chunk, rows, (int)id0, (int)ih0);
   else
     tc_stage_rows<int64_t>(p, buf, xn, chunk, rows, id0, ih0);
 }
 
-TC_DEVICE void tc_stage_weights(const Params &p, float *wbuf, const float *src) {
-  for (int i = threadIdx.x; i < p.w_floats / 4; i += blockDim.x) tc_cp16(wbuf + 4 * i, src + 4 * i);
+TC_DEVICE void tc_stage_weights(int w_floats, float *wbuf, const float *src) {
+  for (int i = threadIdx.x; i < w_floats / 4; i += blockDim.x) tc_cp16(wbuf + 4 * i, src + 4 * i);
 }
 
 // One chunk of K for the warp's WM x WN tiles. ko holds, per k-step s and t = lane % 4, the byte
@@ -184,11 +222,11 @@ TC_DEVICE void tc_stage_weights(const Params &p, float *wbuf, const float *src) 
 // the simulation in bench/NOTES.md finds truncation as accurate as rounding here, since the
 // accumulator's own truncation dominates.
 template <int WM, int WN, bool SPLIT>
-TC_DEVICE void tc_compute(const Params &p, const char *__restrict__ P0, const int (&ro)[WM][2], const float *__restrict__ Wb,
+TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&ro)[WM][2], const float *__restrict__ Wb,
                           const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
   const int lane = threadIdx.x & 31, t = lane & 3;
 #pragma unroll 2
-  for (int s = 0; s < p.ksteps; s++) {
+  for (int s = 0; s < ksteps; s++) {
     const int2 kk = ko[s * 4 + t];
     uint32_t ab[WM][4], as[WM][4];
 #pragma unroll
@@ -238,56 +276,102 @@ TC_DEVICE void tc_compute(const Params &p, const char *__restrict__ P0, const in
 // block (part, n) takes the tiles part, part + parts, ... of sample n.
 // Statistics kernels and the small tf32 variant (WM 2, WN 4) are capped at 128 registers so that
 // two blocks share an SM (one block alone leaves the tensor cores idle through its staging,
-// barriers and epilogue).
-template <int WM, int WN, bool SPLIT, int EPI>
+// barriers and epilogue). NSUB 2: the sub-GEMMs of Params (EPI_STORE only): a block's items are
+// (tile, sub-GEMM, chunk), each with its own patch stage (the same patch for both sub-GEMMs).
+// Shared memory: NSUB K tables, the weights (each sub-GEMM's once where there is one chunk, else two
+// buffers that alternate by item), two patch buffers, EPI_STATS sums. GR: groups > 1 (a separate
+// instantiation: the group arithmetic, folded away where there are none, cost the plain kernels
+// 1.5 to 3.5 % on the H200).
+template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false>
 TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 && WN <= 4)) ? 2 : 1)
     tc_conv_kernel(const Params p) {
   TC_SMEM_DECL(smem);
   constexpr int BN = WN * 8, BM = TC_WARPS * WM * 16;
   int *kot = reinterpret_cast<int *>(smem);
-  float *wb0 = reinterpret_cast<float *>(smem + p.kofs_bytes);
-  float *wb1 = wb0 + (p.nchunks > 1 ? p.w_floats : 0);
-  float *pb0 = wb0 + (p.nchunks > 1 ? 2 : 1) * p.w_floats;
+  const bool wonce = p.nchunks == 1; // weights staged once per block
+  float *wb0 = reinterpret_cast<float *>(smem + NSUB * p.kofs_bytes);
+  float *wb1 = wb0 + p.w_floats; // the second weight buffer (chunks), or sub-GEMM 1's weights
+  float *pb0 = wb0 + (wonce ? NSUB : 2) * p.w_floats;
   float *pb1 = pb0 + p.buf_floats;
   double *red = reinterpret_cast<double *>(pb1 + p.buf_floats); // EPI_STATS: TC_WARPS x BN x 2
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
 
   // -- tables: K offsets into the patch (the padded tail of K reads the zero region) ----
-  const int tv = (int)(p.taps[0] * p.taps[1] * p.taps[2]), kvalid = p.ci_chunk * tv;
-  for (int k = tid; k < p.ksteps * 8; k += blockDim.x) {
-    int v = p.patch_floats;
-    if (k < kvalid) {
-      const int cil = k / tv, tap = k - cil * tv, t12 = (int)(p.taps[1] * p.taps[2]);
-      const int jd = tap / t12, jh = (tap - jd * t12) / (int)p.taps[2], jw = tap - jd * t12 - jh * (int)p.taps[2];
-      v = cil * p.pitch_c + jd * p.pitch_d + jh * (int)p.idil[1] * p.pitch_w + jw * (int)p.idil[2];
+  if (NSUB == 1) {
+    const int tv = (int)(p.taps[0] * p.taps[1] * p.taps[2]), kvalid = p.ci_chunk * tv;
+    for (int k = tid; k < p.ksteps * 8; k += blockDim.x) {
+      int v = p.patch_floats;
+      if (k < kvalid) {
+        const int cil = k / tv, tap = k - cil * tv, t12 = (int)(p.taps[1] * p.taps[2]);
+        const int jd = tap / t12, jh = (tap - jd * t12) / (int)p.taps[2], jw = tap - jd * t12 - jh * (int)p.taps[2];
+        v = cil * p.pitch_c + jd * p.pitch_d + jh * (int)p.idil[1] * p.pitch_w + jw * (int)p.idil[2];
+      }
+      v *= (int)sizeof(float); // bytes
+      kot[((k >> 3) * 4 + (k & 3)) * 2 + ((k >> 2) & 1)] = v;
     }
-    v *= (int)sizeof(float); // bytes
-    kot[((k >> 3) * 4 + (k & 3)) * 2 + ((k >> 2) & 1)] = v;
+  } else {
+#pragma unroll 1
+    for (int sb = 0; sb < NSUB; sb++) { // each sub-GEMM's taps along W, shifted by its column offset
+      const int tw = (int)p.sub_taps2[sb], cofs = p.sub_cofs[sb];
+      const int tv = (int)(p.taps[0] * p.taps[1]) * tw, kvalid = p.ci_chunk * tv;
+      int *kt = kot + sb * (p.kofs_bytes / 4);
+      for (int k = tid; k < p.sub_ksteps[sb] * 8; k += blockDim.x) {
+        int v = p.patch_floats;
+        if (k < kvalid) {
+          const int cil = k / tv, tap = k - cil * tv, t12 = (int)p.taps[1] * tw;
+          const int jd = tap / t12, jh = (tap - jd * t12) / tw, jw = tap - jd * t12 - jh * tw;
+          v = cil * p.pitch_c + jd * p.pitch_d + jh * (int)p.idil[1] * p.pitch_w + jw * (int)p.idil[2] + cofs;
+        }
+        v *= (int)sizeof(float); // bytes
+        kt[((k >> 3) * 4 + (k & 3)) * 2 + ((k >> 2) & 1)] = v;
+      }
+    }
   }
   for (int i = tid; i < p.zero_floats; i += blockDim.x) pb0[p.patch_floats + i] = pb1[p.patch_floats + i] = 0.0f;
 
-  // -- this block's tiles ----
-  int cb;
+  // -- this block's tiles: a block keeps one (group, channel block) pair, so its weights ----
+  int cb, grp;
   int64_t T0, Tstep, Tend, nst = 0;
   if (EPI == EPI_STATS) {
-    cb = 0;
+    cb = grp = 0;
     nst = blockIdx.y;
     T0 = nst * p.tiles_per_n + blockIdx.x;
     Tstep = gridDim.x;
     Tend = (nst + 1) * p.tiles_per_n;
-  } else {
+  } else if (!GR) {
+    grp = 0;
     cb = (int)(blockIdx.x % p.co_blocks);
     T0 = blockIdx.x / p.co_blocks;
     Tstep = gridDim.x / p.co_blocks;
     Tend = p.ntiles;
+  } else {
+    const int cols = p.co_blocks * (int)p.groups; // (group, channel block) pairs, group-major
+    const int cg = (int)(blockIdx.x % cols);
+    grp = cg / p.co_blocks;
+    cb = cg - grp * p.co_blocks;
+    T0 = blockIdx.x / cols;
+    Tstep = gridDim.x / cols;
+    Tend = p.ntiles;
   }
   const int64_t ntiles_mine = T0 < Tend ? (Tend - T0 + Tstep - 1) / Tstep : 0;
-  const int64_t nitems = ntiles_mine * p.nchunks;
-  const float *wsrc = p.wprep + (int64_t)cb * p.nchunks * p.w_floats;
+  const int per_tile = NSUB * p.nchunks; // items per tile
+  const int64_t nitems = ntiles_mine * per_tile;
+  const int64_t gcb = GR ? (int64_t)grp * p.co_blocks + cb : cb;
+  // the weights of sub-GEMM sb, chunk c (each sub-GEMM's are laid out (group, channel block, chunk))
+  const float *wsrc1 = p.wprep + gcb * p.nchunks * p.w_floats;
+  auto wsrc = [&](int sb, int c) -> const float * {
+    return NSUB == 1 ? wsrc1 + (int64_t)c * p.w_floats
+                     : p.sub_wprep[sb] + (gcb * p.nchunks + c) * p.sub_w_floats[sb];
+  };
+  auto wfloats = [&](int sb) { return NSUB == 1 ? p.w_floats : p.sub_w_floats[sb]; };
 
   if (nitems > 0) { // item 0: chunk 0 of the weights (all of them when nchunks == 1) and its patch
-    tc_stage_weights(p, wb0, wsrc);
-    tc_stage_patch(p, pb0, T0, 0);
+    if (wonce)
+#pragma unroll
+      for (int sb = 0; sb < NSUB; sb++) tc_stage_weights(wfloats(sb), wb0 + sb * p.w_floats, wsrc(sb, 0));
+    else
+      tc_stage_weights(wfloats(0), wb0, wsrc(0, 0));
+    tc_stage_patch<GR>(p, pb0, T0, 0, grp);
   }
   tc_commit();
 
@@ -297,13 +381,13 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   for (int j = 0; j < WN; j++) dsum[j][0] = dsum[j][1] = dsq[j][0] = dsq[j][1] = 0.0;
 
   for (int64_t it = 0; it < nitems; it++) {
-    const int c = (int)(it % p.nchunks);
-    const int64_t T = T0 + (it / p.nchunks) * Tstep;
+    const int c = (int)(it % p.nchunks), sb = NSUB == 1 ? 0 : (int)((it / p.nchunks) % NSUB);
+    const int64_t T = T0 + (it / per_tile) * Tstep;
     if (it + 1 < nitems) { // stage the next item into the other buffers
-      const int cn = (int)((it + 1) % p.nchunks);
-      const int64_t Tn = T0 + ((it + 1) / p.nchunks) * Tstep;
-      if (p.nchunks > 1) tc_stage_weights(p, ((it + 1) & 1) ? wb1 : wb0, wsrc + (int64_t)cn * p.w_floats);
-      tc_stage_patch(p, ((it + 1) & 1) ? pb1 : pb0, Tn, cn);
+      const int cn = (int)((it + 1) % p.nchunks), sbn = NSUB == 1 ? 0 : (int)(((it + 1) / p.nchunks) % NSUB);
+      const int64_t Tn = T0 + ((it + 1) / per_tile) * Tstep;
+      if (!wonce) tc_stage_weights(wfloats(sbn), ((it + 1) & 1) ? wb1 : wb0, wsrc(sbn, cn));
+      tc_stage_patch<GR>(p, ((it + 1) & 1) ? pb1 : pb0, Tn, cn, grp);
       tc_commit();
       tc_wait<1>();
     } else {
@@ -321,6 +405,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     }
     int64_t n, qd, p0;
     tc_decode(p, T, n, qd, p0);
+    const int64_t ng = GR ? n * p.groups + grp : n; // the (sample, group) slab of x and y
     const int64_t Q2 = p.Q[2];
     const int64_t qh0 = p0 / Q2;
     // positions of this thread relative to the tile's first row, in 32-bit arithmetic (tc_plan keeps
@@ -346,21 +431,31 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
 #pragma unroll
       for (int h = 0; h < 2; h++)
         ro[i][h] = (buf_off + dq[i][h] * (int)p.istride[1] * p.pitch_w + qw[i][h] * (int)p.istride[2] + p.cshift) * 4;
-    tc_compute<WM, WN, SPLIT>(p, reinterpret_cast<const char *>(pb0), ro, (p.nchunks > 1 && (it & 1)) ? wb1 : wb0,
-                          reinterpret_cast<const int2 *>(kot), acc, corr);
+    tc_compute<WM, WN, SPLIT>(NSUB == 1 ? p.ksteps : p.sub_ksteps[sb], reinterpret_cast<const char *>(pb0), ro,
+                              NSUB == 1 ? ((p.nchunks > 1 && (it & 1)) ? wb1 : wb0)
+                                        : wonce ? wb0 + sb * p.w_floats : (it & 1) ? wb1 : wb0,
+                              reinterpret_cast<const int2 *>(kot + sb * (p.kofs_bytes / 4)), acc, corr);
+    if (NSUB > 1) { // this sub-GEMM's columns
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) live[i][h] = live[i][h] && qw[i][h] < p.sub_Q2[sb];
+    }
+    const int64_t oofs2 = NSUB == 1 ? p.oofs[2] : p.sub_oofs2[sb];
 
     if (EPI == EPI_STORE && c == p.nchunks - 1 && p.contig) {
       // -- epilogue of a plain convolution: position p0 + off of channel co is at
       // y[((n * C_out + co) * OD + qd) * plane + p0 + off], so 32-bit offsets from one tile base ----
       const int ovol = (int)(p.out[0] * p.plane);
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
-      float *yt = p.y + ((n * p.C_out + co0) * p.out[0] + qd) * p.plane + p0;
+      const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      float *yt = p.y + ((ng * p.C_out + co0) * p.out[0] + qd) * p.plane + p0;
 #pragma unroll
       for (int j = 0; j < WN; j++)
 #pragma unroll
         for (int e = 0; e < 2; e++) {
           if (co0 + j * 8 + e >= p.C_out) continue;
-          const float bv = p.bias ? __ldg(p.bias + co0 + j * 8 + e) : 0.0f;
+          const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
 #pragma unroll
           for (int i = 0; i < WM; i++)
 #pragma unroll
@@ -377,13 +472,14 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       const int ovol = (int)(p.out[0] * p.out[1] * p.out[2]), out2 = (int)p.out[2], ost2 = (int)p.ostep[2];
       const int od = (int)(qd * p.ostep[0] + p.oofs[0]), oh0 = (int)(qh0 * p.ostep[1] + p.oofs[1]);
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
-      float *yt = p.y + (n * p.C_out + co0) * (int64_t)ovol;
+      const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      float *yt = p.y + (ng * p.C_out + co0) * (int64_t)ovol;
       int ro32[WM][2], ow32[WM][2];
 #pragma unroll
       for (int i = 0; i < WM; i++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-          ow32[i][h] = qw[i][h] * ost2 + (int)p.oofs[2];
+          ow32[i][h] = qw[i][h] * ost2 + (int)oofs2;
           ro32[i][h] = (od * (int)p.out[1] + oh0 + dq[i][h] * (int)p.ostep[1]) * out2;
         }
 #pragma unroll
@@ -391,7 +487,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
 #pragma unroll
         for (int e = 0; e < 2; e++) {
           if (co0 + j * 8 + e >= p.C_out) continue;
-          const float bv = p.bias ? __ldg(p.bias + co0 + j * 8 + e) : 0.0f;
+          const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
           float *yc = yt + (j * 8 + e) * ovol;
 #pragma unroll
           for (int i = 0; i < WM; i++)
@@ -420,7 +516,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
           for (int ch = 0; ch < 2 * WN; ch++) {
             const int cl = (ch >> 1) * 8 + (ch & 1);
             if (co0 + cl >= p.C_out) continue;
-            const float bv = p.bias ? __ldg(p.bias + co0 + cl) : 0.0f;
+            const float bv = bias ? __ldg(bias + co0 + cl) : 0.0f;
             float *yc = yr + cl * ovol;
             for (int o = lo; o < hi; o++)
               if (o != ow) yc[o] = bv;
@@ -436,13 +532,14 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
         for (int h = 0; h < 2; h++)
           rowoff[i][h] = (od * p.out[1] + (qh0 + dq[i][h]) * p.ostep[1] + p.oofs[1]) * p.out[2];
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
-      float *ybase = EPI == EPI_STATS ? p.y : p.y + (n * p.C_out + co0) * ovol;
+      const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      float *ybase = EPI == EPI_STATS ? p.y : p.y + (ng * p.C_out + co0) * ovol;
 #pragma unroll
       for (int j = 0; j < WN; j++)
 #pragma unroll
         for (int e = 0; e < 2; e++) {
           if (co0 + j * 8 + e >= p.C_out) continue;
-          const float bv = p.bias ? __ldg(p.bias + co0 + j * 8 + e) : 0.0f;
+          const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
           float *yc = EPI == EPI_STATS ? p.y : ybase + (int64_t)(j * 8 + e) * ovol;
 #pragma unroll
           for (int i = 0; i < WM; i++)
@@ -456,7 +553,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
                 dsum[j][e] += (double)v;
                 dsq[j][e] += (double)v * (double)v;
               } else {
-                const int64_t ow = (int64_t)qw[i][h] * p.ostep[2] + p.oofs[2];
+                const int64_t ow = (int64_t)qw[i][h] * p.ostep[2] + oofs2;
                 float *yr = yc + rowoff[i][h];
                 if (EPI == EPI_WBOX) {
                   const int64_t lo = qw[i][h] == 0 ? 0 : ow, hi = qw[i][h] == Q2 - 1 ? p.out[2] : ow + p.ostep[2];
@@ -504,7 +601,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   }
 }
 
-// Weights -> the fragment order tc_compute reads: for (co block, chunk, k-step, n tile, lane) the
+// Weights -> the fragment order tc_compute reads: for (group, co block, chunk, k-step, n tile, lane) the
 // B fragment's two values b0 = W[co][k], b1 = W[co][k + 4] (co = 8*tile + lane/4, k = 8*step +
 // lane%4) as TF32, followed in math "fp32" by their small parts. Zeros pad K, C_in and C_out.
 TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) {
@@ -521,7 +618,8 @@ TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) 
     const int s = (int)(r % p.ksteps);
     r /= p.ksteps;
     const int c = (int)(r % p.nchunks);
-    const int64_t cb = r / p.nchunks;
+    r /= p.nchunks;
+    const int64_t cb = r % p.co_blocks, grp = r / p.co_blocks;
     const int64_t k = (int64_t)s * 8 + (lane & 3) + ((e & 1) ? 4 : 0);
     const int64_t co = cb * p.BN + nt * 8 + (lane >> 2);
     const int64_t cil = k / tv, tap = k - cil * tv, ci = (int64_t)c * p.ci_chunk + cil;
@@ -531,7 +629,7 @@ TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) 
       const int64_t jw = tap - jd * t12 - jh * p.taps[2];
       const int64_t kd = m.kfirst[0] + jd * m.kstep[0], kh = m.kfirst[1] + jh * m.kstep[1];
       const int64_t kw = m.kfirst[2] + jw * m.kstep[2];
-      v = __ldg(m.w + co * m.w_co + ci * m.w_ci + (kd * m.kdim[1] + kh) * m.kdim[2] + kw);
+      v = __ldg(m.w + grp * m.w_g + co * m.w_co + ci * m.w_ci + (kd * m.kdim[1] + kh) * m.kdim[2] + kw);
     }
     const uint32_t big = tc_tf32(v);
     uint32_t o = big;
@@ -553,6 +651,13 @@ static inline int64_t tc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // not fit shared memory or 32-bit shared offsets. Prefers the whole of C_in in one chunk (weights
 // staged once per block), else the fewest chunks that fit.
 static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env, int WM = 2) {
+  if (p.groups < 1 || (epi == EPI_STATS && p.groups != 1)) return 0;
+  if (p.nsub < 1) p.nsub = 1;
+  if (p.nsub > 2 || (p.nsub > 1 && epi != EPI_STORE)) return 0;
+  if (p.nsub == 1) { // the plain fields, mirrored (the NSUB 1 kernel reads the plain ones)
+    p.sub_taps2[0] = p.taps[2], p.sub_oofs2[0] = p.oofs[2], p.sub_Q2[0] = p.Q[2], p.sub_cofs[0] = 0;
+    p.wspan = 0;
+  }
   p.WM = WM;
   p.BM = TC_WARPS * WM * 16;
   p.BN = WN * 8;
@@ -566,7 +671,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   p.ntiles = p.N * p.tiles_per_n;
   const int64_t nq = p.Q[1] < (p.BM - 1) / p.Q[2] + 2 ? p.Q[1] : (p.BM - 1) / p.Q[2] + 2;
   const int64_t prow = (nq - 1) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1;
-  const int64_t wp0 = (p.Q[2] - 1) * p.istride[2] + (p.taps[2] - 1) * p.idil[2] + 1;
+  const int64_t wp0 = (p.Q[2] - 1) * p.istride[2] + (p.wspan > 0 ? p.wspan : (p.taps[2] - 1) * p.idil[2] + 1);
   if (prow > lim || wp0 > lim) return 0;
   // 16-byte staging: the patch starts cshift columns early so that its column c reads input column
   // c - (ipad + cshift), a multiple of 4 at every fourth c
@@ -586,8 +691,11 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   while (pitch % 32 < 9 || pitch % 32 > 23 || (p.vec4 && pitch % 4 != 0)) pitch++; // rows 9..23 banks apart: no A-load conflicts
   const int64_t pitch_d = prow * pitch, pitch_c = p.taps[0] * pitch_d;
   if (pitch_d > lim || pitch_c > lim) return 0;
-  const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
-  if (tv > lim) return 0;
+  int64_t tvs[2];
+  for (int sb = 0; sb < p.nsub; sb++) {
+    tvs[sb] = p.taps[0] * p.taps[1] * p.sub_taps2[sb];
+    if (p.sub_taps2[sb] <= 0 || tvs[sb] > lim) return 0;
+  }
   p.prow = (int)prow;
   p.wp = (int)wp;
   p.pitch_w = (int)pitch;
@@ -599,22 +707,36 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   // Channel chunks: all of C_in at once if it fits (weights staged once per block), else the split
   // with the fewest k-steps in all, counting one k-step per chunk for its barrier and staging.
   int64_t best_score = -1;
+  int64_t smem_cap = env.smem_optin;
+  { // VOLUA_TC_SMEM_CAP=bytes: a lower shared-memory limit per block (for measuring: more blocks per SM)
+    const char *cap = getenv("VOLUA_TC_SMEM_CAP");
+    if (cap && atoll(cap) > 0 && atoll(cap) < smem_cap) smem_cap = atoll(cap);
+  }
   for (int64_t nch = 1; nch <= p.C_in; nch++) {
     const int64_t cc = tc_cdiv(p.C_in, nch);
     if (nch > 1 && cc == tc_cdiv(p.C_in, nch - 1)) continue; // same chunk size: no gain
-    const int64_t ksteps = tc_cdiv(cc * tv, 8);
-    const int64_t w_floats = ksteps * WN * 32 * p.E;
+    int64_t ksteps = 0, ksum = 0, ks[2];
+    for (int sb = 0; sb < p.nsub; sb++) {
+      ks[sb] = tc_cdiv(cc * tvs[sb], 8);
+      ksum += ks[sb];
+      if (ks[sb] > ksteps) ksteps = ks[sb];
+    }
+    const int64_t w_floats = ksteps * WN * 32 * p.E; // the largest sub-GEMM's
     const int64_t patch = cc * pitch_c, buf = (patch + p.zero_floats + 3) / 4 * 4;
     const int64_t kofs_bytes = (ksteps * 8 * 4 + 15) / 16 * 16;
-    const int64_t smem = kofs_bytes + (nch > 1 ? 2 : 1) * w_floats * 4 + 2 * buf * 4 + p.stats_bytes;
-    if (ksteps > lim || patch > lim || smem > env.smem_optin) continue;
-    const int64_t chunks = tc_cdiv(p.C_in, cc), score = chunks * (ksteps + 1);
+    const int64_t smem = p.nsub * kofs_bytes + (nch > 1 ? 2 : p.nsub) * w_floats * 4 + 2 * buf * 4 + p.stats_bytes;
+    if (ksteps > lim || patch > lim || smem > smem_cap) continue;
+    const int64_t chunks = tc_cdiv(p.C_in, cc), score = chunks * (ksum + p.nsub);
     if (best_score >= 0 && (p.nchunks == 1 || score >= best_score)) continue;
     best_score = score;
     p.ci_chunk = (int)cc;
     p.nchunks = (int)chunks;
     p.ksteps = (int)ksteps;
     p.w_floats = (int)w_floats;
+    for (int sb = 0; sb < p.nsub; sb++) {
+      p.sub_ksteps[sb] = (int)ks[sb];
+      p.sub_w_floats[sb] = (int)(ks[sb] * WN * 32 * p.E);
+    }
     p.patch_floats = (int)patch;
     p.buf_floats = (int)buf;
     p.kofs_bytes = (int)kofs_bytes;
@@ -661,7 +783,7 @@ static inline int tc_get_env(Env *env, const char *, char *) {
 // the launches that read it: every launch is on one stream).
 static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **out, tc_stream s, const char *op,
                                   char *err) {
-  const int64_t total = (int64_t)p.co_blocks * p.nchunks * p.w_floats;
+  const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats;
   if (volua_cuda_malloc(reinterpret_cast<void **>(out), total * 4, err)) return 1;
   int64_t blocks = tc_cdiv(total, 256);
   if (blocks > 4096) blocks = 4096;
@@ -691,14 +813,19 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
           (long long)p.Q[0], (long long)p.Q[1], (long long)p.Q[2], (long long)p.taps[0], (long long)p.taps[1],
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y);
+  if (p.nsub == 2) { // the two sub-GEMMs' taps along W, before the line's end
+    const size_t len = strlen(line);
+    if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", 2 sub-GEMMs (W taps %lld, %lld)\n",
+                                               (long long)p.sub_taps2[0], (long long)p.sub_taps2[1]);
+  }
   if (strcmp(line, last) == 0) return; // a plan is printed when it changes, not at every call
   memcpy(last, line, sizeof line);
   fputs(line, stderr);
 }
 
-template <int WM, int WN, bool SPLIT, int EPI>
+template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false>
 static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const char *op, char *err) {
-  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI>;
+  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR>;
   // The shared-memory limit and the occupancy query cost host time inside a timed call: done once
   // per kernel and size (one thread calls ops: the statics need no lock).
   static size_t smem_set = 0, nb_smem = 0;
@@ -724,11 +851,13 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
     tc_report(p, op, EPI, parts, p.N, nb);
     TC_LAUNCH(kernel, tc_dim3((unsigned)parts, (unsigned)p.N), TC_WARPS * 32, p.smem, s, p);
   } else {
-    int64_t per_cb = (int64_t)nb * env.sms / p.co_blocks;
+    const int64_t cols = p.co_blocks * p.groups; // a block per (group, channel block) pair at least
+    int64_t per_cb = (int64_t)nb * env.sms / cols;
     if (per_cb < 1) per_cb = 1;
     if (per_cb > p.ntiles) per_cb = p.ntiles;
-    tc_report(p, op, EPI, per_cb * p.co_blocks, 1, nb);
-    TC_LAUNCH(kernel, (unsigned)(per_cb * p.co_blocks), TC_WARPS * 32, p.smem, s, p);
+    if (per_cb * cols > INT32_MAX) per_cb = INT32_MAX / cols;
+    tc_report(p, op, EPI, per_cb * cols, 1, nb);
+    TC_LAUNCH(kernel, (unsigned)(per_cb * cols), TC_WARPS * 32, p.smem, s, p);
   }
   TC_CHECK_LAUNCH();
   return 0;
@@ -743,11 +872,15 @@ static inline int tc_no_variant(const Params &p, const char *op, char *err) {
 
 // Store epilogues come in 32 and 64 channels per block (WN 4, 8), the statistics epilogue in 8 to
 // 32 (WN 1 to 4: all of C_out in one block); each helper instantiates only those.
-template <int WM, bool SPLIT, int EPI, class P>
+// Groups > 1 come in 32 channels per block only (tc_plan_store_wm): a group's output channels are
+// often few, and each variant is a kernel to compile.
+template <int WM, bool SPLIT, int EPI, class P, int NSUB = 1>
 static inline int tc_launch_store_wn(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  if (p.groups > 1)
+    return p.BN == 32 ? tc_launch_main<WM, 4, SPLIT, EPI, NSUB, true>(p, env, s, op, err) : tc_no_variant(p, op, err);
   switch (p.BN / 8) {
-  case 4: return tc_launch_main<WM, 4, SPLIT, EPI>(p, env, s, op, err);
-  case 8: return tc_launch_main<WM, 8, SPLIT, EPI>(p, env, s, op, err);
+  case 4: return tc_launch_main<WM, 4, SPLIT, EPI, NSUB>(p, env, s, op, err);
+  case 8: return tc_launch_main<WM, 8, SPLIT, EPI, NSUB>(p, env, s, op, err);
   default: return tc_no_variant(p, op, err);
   }
 }
@@ -778,6 +911,16 @@ template <class P> static inline int tc_launch_store(P &p, const Env &env, int e
   return tc_no_variant(p, op, err);
 }
 
+// Two sub-GEMMs (Params::nsub 2: a transposed convolution's W phase pair), store epilogue only.
+template <class P> static inline int tc_launch_store2(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  const bool split = p.E == 4;
+  if (p.nsub != 2) return tc_no_variant(p, op, err);
+  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI_STORE, P, 2>(p, env, s, op, err);
+  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI_STORE, P, 2>(p, env, s, op, err);
+  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI_STORE, P, 2>(p, env, s, op, err);
+  return tc_no_variant(p, op, err);
+}
+
 template <class P> static inline int tc_launch_stats(P &p, const Env &env, tc_stream s, const char *op, char *err) {
   const bool split = p.E == 4;
   if (split && p.WM == 2) return tc_launch_stats_wn<2, true>(p, env, s, op, err);
@@ -793,9 +936,9 @@ template <class P> static inline int tc_launch_stats(P &p, const Env &env, tc_st
 static inline int tc_plan_store_wm(Params &p, bool split, int epi, const Env &env, int wm) {
   const char *force = getenv("VOLUA_TC_BN");
   const int want = force ? atoi(force) : 0;
-  if (want == 64 || want == 32) return tc_plan(p, want / 8, split, epi, env, wm);
+  if ((want == 64 && p.groups == 1) || want == 32) return tc_plan(p, want / 8, split, epi, env, wm);
   Params a = p, b = p;
-  const int ok64 = p.C_out > 32 && tc_plan(a, 8, split, epi, env, wm);
+  const int ok64 = p.C_out > 32 && p.groups == 1 && tc_plan(a, 8, split, epi, env, wm);
   const int ok32 = tc_plan(b, 4, split, epi, env, wm);
   if (ok64 && (a.nchunks == 1 || !ok32 || b.nchunks > 1)) {
     p = a;
