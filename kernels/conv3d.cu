@@ -52,8 +52,10 @@ static int launch_conv3d(const volua_conv3d_geom *g, const float *x, const float
 
 extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                                  float *y, volua_math_mode math, cudaStream_t s, char *err) {
-  // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover
-  const int fast = volua_cuda_conv3d_tc(g, x, w, b, y, math, s, err);
+  // the fast paths first (kernels/fast.h); they decline shapes they do not cover
+  int fast = volua_cuda_conv3d_depthwise(g, x, w, b, y, math, s, err);
+  if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
+  fast = volua_cuda_conv3d_tc(g, x, w, b, y, math, s, err);
   if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
   return launch_conv3d(g, x, w, b, y, math, s, err);
 }

@@ -20,13 +20,17 @@ typedef void *cudaStream_t;
 extern "C" {
 #endif
 
-/* conv3d_tc.cu: groups 1, padding_mode "zeros", any stride, dilation, padding. */
+/* conv3d_tc.cu: padding_mode "zeros", any groups, stride, dilation, padding. */
 int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                          float *y, volua_math_mode math, cudaStream_t s, char *err);
-/* conv_transpose3d_tc.cu: groups 1, strides up to 64; phase-decomposed (only taps that land). */
+/* conv_transpose3d_tc.cu: any groups, strides up to 64; phase-decomposed (only taps that land). */
 int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                    const float *b, float *y, volua_math_mode math, cudaStream_t s,
                                    char *err);
+/* conv3d_depthwise.cu: groups > 1 with at most 2 input and 8 output channels per group (depthwise),
+ * padding_mode "zeros"; tried before conv3d_tc.cu. */
+int volua_cuda_conv3d_depthwise(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                                float *y, volua_math_mode math, cudaStream_t s, char *err);
 /* conv3d_gn_mean_tc.cu: conv groups 1, padding_mode "zeros", at most 32 conv out channels,
  * N <= 65535; the conv output never goes to device memory. */
 int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
