@@ -1,8 +1,8 @@
 -- fast_spec.lua: the tensor-core fast paths (kernels/*_tc.cu: conv3d, conv_transpose3d and the fused
 -- conv3d_group_norm_mean) against the CPU reference, in math "fp32" (rtol 1e-4, atol 1e-5) and
 -- "tf32" (1e-2, 1e-2): the benchmark shapes of issue 4 reduced in size, odd sizes, stride, dilation,
--- padding, channel counts that take each variant (32 or 64 channels per block, input channels in
--- chunks, two channel blocks, transposed phases with and without taps). Each case also checks,
+-- padding, groups, channel counts that take each variant (32 or 64 channels per block, input channels
+-- in chunks, two channel blocks, transposed phases with and without taps). Each case also checks,
 -- through vol.fast_calls, that the fast path served it. Pending without a GPU. Run it with
 -- VOLUA_POISON=1 so that an output element the kernels forget to write is NaN and fails.
 -- VOLUA_SEED=n reproduces a run; VOLUA_FAST_TRIALS sets the random cases per op and mode (default 12).
@@ -33,6 +33,7 @@ local function generator(seed)
   end
   function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
   function r.seed() return r.int(1, 2 ^ 30) end
+  function r.pick(t) return t[r.int(1, #t)] end
   return r
 end
 
@@ -83,9 +84,10 @@ end
 local function conv3d_case(mode, c)
   local kvol = c.k[1] * c.k[2] * c.k[3]
   local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
-  local w = weight({c.cout, c.cin, c.k[1], c.k[2], c.k[3]}, c.cin * kvol, c.seed + 1)
-  local b = c.bias and weight({c.cout}, c.cin * kvol, c.seed + 2) or nil
-  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1}
+  local g = c.groups or 1
+  local w = weight({c.cout, (c.cin / g), c.k[1], c.k[2], c.k[3]}, (c.cin / g) * kvol, c.seed + 1)
+  local b = c.bias and weight({c.cout}, (c.cin / g) * kvol, c.seed + 2) or nil
+  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1, groups = g}
   check(mode, "conv3d " .. show(c), function(dev)
     return vol.conv3d(x:to(dev), w:to(dev), b and b:to(dev), args)
   end, c.random)
@@ -94,10 +96,11 @@ end
 local function transpose_case(mode, c)
   local kvol = c.k[1] * c.k[2] * c.k[3]
   local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
-  local w = weight({c.cin, c.cout, c.k[1], c.k[2], c.k[3]}, c.cin * kvol, c.seed + 1)
-  local b = c.bias and weight({c.cout}, c.cin * kvol, c.seed + 2) or nil
+  local g = c.groups or 1
+  local w = weight({c.cin, (c.cout / g), c.k[1], c.k[2], c.k[3]}, (c.cin / g) * kvol, c.seed + 1)
+  local b = c.bias and weight({c.cout}, (c.cin / g) * kvol, c.seed + 2) or nil
   local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1,
-                output_padding = c.output_padding or 0}
+                output_padding = c.output_padding or 0, groups = g}
   check(mode, "conv_transpose3d " .. show(c), function(dev)
     return vol.conv_transpose3d(x:to(dev), w:to(dev), b and b:to(dev), args)
   end, c.random)
@@ -155,8 +158,9 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       for trial = 1, TRIALS do
         local r = generator(SEED * 31 + trial)
         local k, s, d, p = triple(r, 1, 4), triple(r, 1, 3), triple(r, 1, 3), triple(r, 0, 3)
-        local c = {n = r.int(1, 2), cin = r.int(1, 6), cout = r.int(1, 70), k = k, stride = s, dilation = d,
-                   padding = p, bias = r.int(0, 1) == 1, seed = r.seed(), random = true}
+        local g = r.pick({1, 1, 2, 3})
+        local c = {n = r.int(1, 2), cin = g * r.int(1, 6), cout = g * r.int(1, math.floor(70 / g)), groups = g, k = k,
+                   stride = s, dilation = d, padding = p, bias = r.int(0, 1) == 1, seed = r.seed(), random = true}
         c.size = fit(triple(r, 1, 12), k, s, p, d)
         conv3d_case(mode, c)
       end
@@ -177,6 +181,26 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       end
     end)
 
+    it("groups: KernelBench-like grouped transposed convs, grouped conv3d, depthwise (conv3d_depthwise.cu)", function()
+      local cases = {
+        {kind = "t", n = 2, cin = 32, cout = 32, groups = 4, size = {3, 5, 8}, k = {3, 5, 7}, stride = 2,
+         padding = {1, 2, 3}, output_padding = 1, bias = true},                  -- L1-72-like
+        {kind = "t", n = 1, cin = 32, cout = 32, groups = 4, size = {4, 6, 9}, k = 3, stride = 2, padding = 1}, -- L1-73-like
+        {kind = "t", n = 1, cin = 6, cout = 9, groups = 3, size = {4, 5, 6}, k = 2, stride = 3, bias = true}, -- dead phases
+        {kind = "c", n = 2, cin = 6, cout = 144, groups = 2, size = {3, 5, 8}, k = 3, padding = 1, bias = true}, -- 2 channel blocks a group
+        {kind = "c", n = 2, cin = 8, cout = 8, groups = 8, size = {5, 6, 9}, k = 3, stride = 2, padding = 1}, -- depthwise
+        {kind = "c", n = 1, cin = 12, cout = 24, groups = 4, size = {4, 7, 10}, k = {3, 3, 1}, dilation = {1, 2, 1}},
+        {kind = "c", n = 2, cin = 6, cout = 12, groups = 6, size = {5, 7, 9}, k = {3, 3, 2}, stride = {1, 2, 1},
+         dilation = {2, 1, 1}, padding = {1, 0, 1}, bias = true},               -- depthwise, 2 outputs a channel
+        {kind = "c", n = 1, cin = 8, cout = 16, groups = 4, size = {4, 6, 11}, k = 3, padding = 2, bias = true}, -- 2 in, 4 out a group
+      }
+      for i, c in ipairs(cases) do
+        if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
+        c.seed = SEED + 3000 + 100 * i
+        if c.kind == "t" then transpose_case(mode, c) else conv3d_case(mode, c) end
+      end
+    end)
+
     it("conv_transpose3d: random shapes, stride, dilation, padding, output_padding", function()
       for trial = 1, TRIALS do
         local r = generator(SEED * 37 + trial)
@@ -186,9 +210,10 @@ for _, mode in ipairs({"fp32", "tf32"}) do
           p[i] = r.int(0, math.floor(d[i] * (k[i] - 1) / 2))
           op[i] = r.int(0, math.max(s[i], d[i]) - 1)
         end
-        local c = {n = r.int(1, 2), cin = r.int(1, 6), cout = r.int(1, 40), size = triple(r, 1, 7), k = k, stride = s,
-                   dilation = d, padding = p, output_padding = op, bias = r.int(0, 1) == 1, seed = r.seed(),
-                   random = true}
+        local g = r.pick({1, 1, 2, 3})
+        local c = {n = r.int(1, 2), cin = g * r.int(1, 6), cout = g * r.int(1, math.floor(40 / g)), groups = g,
+                   size = triple(r, 1, 7), k = k, stride = s, dilation = d, padding = p, output_padding = op,
+                   bias = r.int(0, 1) == 1, seed = r.seed(), random = true}
         local ok = true
         for i = 1, 3 do -- PyTorch's rules: a positive output size
           if (c.size[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 < 1 then ok = false end
