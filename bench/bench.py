@@ -36,6 +36,10 @@ ORDER = ["L1-43", "L1-77", "L1-60", "L1-66", "L2-23"]
 # they be no slower than PyTorch. Shapes of volumetric networks (U-Net levels, pooling, up- and
 # downsampling); run with the others unless PROBLEMS names a subset.
 EXTRA = ["X-pool-k3s1", "X-pool-k2s2", "X-conv-c32", "X-conv-s2", "X-convT-k2s2", "X-convT-k3s2"]
+# other KernelBench level 1 3D problems (their files' shapes and arguments, as their models build them)
+KB_EXTRA = ["L1-54", "L1-59", "L1-58", "L1-61", "L1-68", "L1-70", "L1-72", "L1-73", "X-convT-g4", "X-conv-g4",
+            "X-conv-dw"]
+EXTRA += KB_EXTRA
 # volua's tolerances per math mode (../shared/golden/README.md)
 TOL = {"fp32": (1e-4, 1e-5), "tf32": (1e-2, 1e-2)}
 
@@ -95,6 +99,44 @@ def problems():
                              make=lambda: nn.ConvTranspose3d(32, 16, 3, stride=2, padding=1, output_padding=1),
                              args={"stride": 2, "padding": 1, "output_padding": 1},
                              desc="conv_transpose3d (8,32,16,32,32) 32->16 k3 s2 p1 op1, bias"),
+        "L1-54": dict(op="conv3d", shape=(16, 3, 64, 64, 64), seed=154,
+                      make=lambda: nn.Conv3d(3, 64, 3, bias=False), args={},
+                      desc="conv3d (16,3,64,64,64) 3->64 k3"),
+        "L1-59": dict(op="conv3d", shape=(16, 3, 256, 256, 10), seed=159,
+                      make=lambda: nn.Conv3d(3, 64, (3, 3, 1), bias=False), args={},
+                      desc="conv3d (16,3,256,256,10) 3->64 k(3,3,1)"),
+        "L1-58": dict(op="conv_transpose3d", shape=(16, 32, 16, 32, 64), seed=158,
+                      make=lambda: nn.ConvTranspose3d(32, 16, (3, 5, 7), bias=False), args={},
+                      desc="conv_transpose3d (16,32,16,32,64) 32->16 k(3,5,7)"),
+        "L1-61": dict(op="conv_transpose3d", shape=(8, 48, 64, 64, 64), seed=161,
+                      make=lambda: nn.ConvTranspose3d(48, 48, 3, bias=False), args={},
+                      desc="conv_transpose3d (8,48,64,64,64) 48->48 k3"),
+        "L1-68": dict(op="conv_transpose3d", shape=(16, 32, 64, 64, 64), seed=168,
+                      make=lambda: nn.ConvTranspose3d(32, 64, (3, 5, 5), bias=False), args={},
+                      desc="conv_transpose3d (16,32,64,64,64) 32->64 k(3,5,5)"),
+        "L1-70": dict(op="conv_transpose3d", shape=(8, 48, 96, 96, 96), seed=170,
+                      make=lambda: nn.ConvTranspose3d(48, 24, 3, bias=False), args={},
+                      desc="conv_transpose3d (8,48,96,96,96) 48->24 k3"),
+        "L1-72": dict(op="conv_transpose3d", shape=(8, 32, 12, 24, 48), seed=172,
+                      make=lambda: nn.ConvTranspose3d(32, 32, (3, 5, 7), stride=2, padding=(1, 2, 3),
+                                                      output_padding=1, groups=4, bias=False),
+                      args={"stride": 2, "padding": [1, 2, 3], "output_padding": 1, "groups": 4},
+                      desc="conv_transpose3d (8,32,12,24,48) 32->32 k(3,5,7) s2 p(1,2,3) op1 groups 4"),
+        # KernelBench's L1-73 file passes groups=4 where its model takes output_padding, and builds the
+        # layer without either: what it runs is groups 1. X-convT-g4 is the grouped layer it names.
+        "L1-73": dict(op="conv_transpose3d", shape=(4, 32, 32, 64, 128), seed=173,
+                      make=lambda: nn.ConvTranspose3d(32, 32, 3, stride=2, padding=1, bias=False),
+                      args={"stride": 2, "padding": 1}, desc="conv_transpose3d (4,32,32,64,128) 32->32 k3 s2 p1"),
+        "X-conv-g4": dict(op="conv3d", shape=(8, 32, 32, 64, 64), seed=175,
+                          make=lambda: nn.Conv3d(32, 64, 3, padding=1, groups=4, bias=False),
+                          args={"padding": 1, "groups": 4}, desc="conv3d (8,32,32,64,64) 32->64 k3 p1 groups 4"),
+        "X-conv-dw": dict(op="conv3d", shape=(8, 64, 32, 64, 64), seed=176,
+                          make=lambda: nn.Conv3d(64, 64, 3, padding=1, groups=64),
+                          args={"padding": 1, "groups": 64}, desc="conv3d (8,64,32,64,64) depthwise k3 p1, bias"),
+        "X-convT-g4": dict(op="conv_transpose3d", shape=(4, 32, 32, 64, 128), seed=174,
+                           make=lambda: nn.ConvTranspose3d(32, 32, 3, stride=2, padding=1, groups=4, bias=False),
+                           args={"stride": 2, "padding": 1, "groups": 4},
+                           desc="conv_transpose3d (4,32,32,64,128) 32->32 k3 s2 p1 groups 4"),
     }
 
 
@@ -344,12 +386,14 @@ def cmd_report(a):
                      "none be slower than PyTorch):")
         lines.append("")
         xh = ["problem", "what", "eager ms", "best TF32-on ms", "best TF32-off ms", "volua fp32 ms", "volua tf32 ms",
-              "fp32 x best-off", "tf32 x best-on", "fp32 max rel err", "tf32 max rel err"]
+              "fp32 x eager", "tf32 x eager", "fp32 x best-off", "tf32 x best-on", "fp32 max rel err",
+              "tf32 max rel err"]
         lines.append("| " + " | ".join(xh) + " |")
         lines.append("|" + "---|" * len(xh))
         for r in extra_rows:
             cells = [r["problem"], r["desc"], fmt(r["eager_ms"]), fmt(r["best_tf32_on_ms"]), fmt(r["best_tf32_off_ms"]),
-                     fmt(r["volua_fp32_ms"]), fmt(r["volua_tf32_ms"]), fmt(r["fp32_speedup_vs_best_off"], 2),
+                     fmt(r["volua_fp32_ms"]), fmt(r["volua_tf32_ms"]), fmt(r["fp32_speedup_vs_eager"], 2),
+                     fmt(r["tf32_speedup_vs_eager"], 2), fmt(r["fp32_speedup_vs_best_off"], 2),
                      fmt(r["tf32_speedup_vs_best_on"], 2), err_cell(r, "fp32"), err_cell(r, "tf32")]
             lines.append("| " + " | ".join(cells) + " |")
     fast = [f"{r['problem']} fp32 {r['fp32_fast_path']}, tf32 {r['tf32_fast_path']}" for r in rows]
@@ -378,7 +422,7 @@ def cmd_report(a):
         lines.append("")
         lines.append("| problem | default | " + " | ".join(v["label"] for v in variants) + " |")
         lines.append("|" + "---|" * (2 + len(variants)))
-        for name in ORDER:
+        for name in ORDER + EXTRA:
             cells = []
             for v in [{"problems": vj["problems"]}] + variants:
                 pr = v["problems"].get(name)

@@ -1,6 +1,7 @@
 -- bench/profile.lua [PROBLEMS [MATHS [CALLS]]]: runs the benchmark's convolution problems on random
 -- inputs (no PyTorch, no checks) CALLS times each, for ncu or a quick look at the launch plans.
--- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23; also L1-43, pool-k3s1, pool-k2s2, convT-k3s2); MATHS: comma list (default fp32,tf32).
+-- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23; also L1-43, pool-k3s1, pool-k2s2, convT-k3s2,
+-- L1-59, L1-73, L1-54); MATHS: comma list (default fp32,tf32).
 -- Run: VOLUA_TC_VERBOSE=1 build/bin/volua bench/profile.lua L2-23 tf32 3
 local vol = require "volua"
 local want = arg and arg[1] or "L1-77,L1-60,L1-66,L2-23"
@@ -27,6 +28,20 @@ local P = {
     local x, w = cu(vol.rand({8, 32, 16, 32, 32}, {seed = 1})), cu(vol.rand({32, 16, 3, 3, 3}, {seed = 2}))
     local b = cu(vol.rand({16}, {seed = 3}))
     return function() return vol.conv_transpose3d(x, w, b, {stride = 2, padding = 1, output_padding = 1}) end
+  end,
+  -- KernelBench L1-59 (W of 10: 4-byte staging; K of 27) and L1-73 as its file runs it (groups 1,
+  -- every phase live), and L1-54
+  ["L1-59"] = function()
+    local x, w = cu(vol.rand({16, 3, 256, 256, 10}, {seed = 1})), cu(vol.rand({64, 3, 3, 3, 1}, {seed = 2}))
+    return function() return vol.conv3d(x, w, nil, {}) end
+  end,
+  ["L1-73"] = function()
+    local x, w = cu(vol.rand({4, 32, 32, 64, 128}, {seed = 1})), cu(vol.rand({32, 32, 3, 3, 3}, {seed = 2}))
+    return function() return vol.conv_transpose3d(x, w, nil, {stride = 2, padding = 1}) end
+  end,
+  ["L1-54"] = function()
+    local x, w = cu(vol.rand({16, 3, 64, 64, 64}, {seed = 1})), cu(vol.rand({64, 3, 3, 3, 3}, {seed = 2}))
+    return function() return vol.conv3d(x, w, nil, {}) end
   end,
   ["L1-77"] = function()
     local x, w = cu(vol.rand({16, 32, 16, 32, 32}, {seed = 1})), cu(vol.rand({32, 64, 3, 3, 3}, {seed = 2}))

@@ -8,7 +8,8 @@
 # BENCH_COMPILE=0 (skip torch.compile: it costs tens of seconds per problem), BENCH_DIR (scratch for
 # the .npy files, /tmp/volua_bench), VARIANTS (extra volua passes over the convolutions, each an env
 # setting or several separated by spaces, ";"-separated; default "VOLUA_TC_BN=32;VOLUA_TC_BN=64": the tensor-core kernel with 32 and
-# with 64 output channels per block; VOLUA_FAST=0 times the simple kernels; "" for none).
+# with 64 output channels per block; VOLUA_FAST=0 times the simple kernels; "" for none), VARIANT_PROBLEMS
+# (the problems the variants time, default L1-77,L1-60,L1-66).
 # Takes about 3 to 6 minutes with torch.compile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +50,7 @@ for v in "${variant_list[@]}"; do
   [ -n "$v" ] || continue
   i=$((i + 1))
   echo "== variant $i: $v" | tee -a "$OUT/volua.log"
-  env $v build/bin/volua scripts/bench.lua "$DIR" "$REPS" "$WARMUP" "$DIR/variant-$i.json" "L1-77,L1-60,L1-66" \
+  env $v build/bin/volua scripts/bench.lua "$DIR" "$REPS" "$WARMUP" "$DIR/variant-$i.json" "${VARIANT_PROBLEMS:-L1-77,L1-60,L1-66}" \
     2>&1 | tee -a "$OUT/volua.log"
   echo "$v" > "$DIR/variant-$i.name"
 done
