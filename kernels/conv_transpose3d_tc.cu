@@ -5,6 +5,8 @@
 // (with stride 2 and dilation 2, every even o) are bias or zero: the whole output is set first where
 // they are most of it, else a fill writes them after the GEMMs (and where W has a single live
 // phase, the GEMM writes the dead columns of its rows itself: whole rows at once, EPI_WBOX).
+// With strides of at most 2 and every phase live, all phases can run as one GEMM (EPI_PHASES,
+// below); with stride 2 along W, a (D, H) phase's two W phases as one launch (Params::nsub).
 #include "tc_core.cuh"
 
 using namespace volua_tc;
@@ -113,6 +115,60 @@ static void phase_of(int64_t out, int64_t kernel, int64_t stride, int64_t pad, i
 
 #define MAX_PHASES 512
 
+// -- every phase in one GEMM (EPI_PHASES): strides of at most 2, every phase live, at most 128
+// columns (channels of a group times phases) ----
+// Per dim, phase c reads i = q - ipad_c + j (j < taps_c; idil 1); over the common grid q with
+// ipad = max ipad_c that is union tap u = cofs_c + j, cofs_c = ipad - ipad_c, of U = max (cofs_c +
+// taps_c) union taps. K is (input channel, union taps), columns (co, phase): the weight of a
+// union tap a phase does not have is 0. Stride 2 with kernel 2 has U 1 (the phases read the same
+// input: no zeros); kernel 3 has U 2 (27 of 64 weights nonzero).
+struct PhaseMap {
+  const float *w;
+  int64_t w_g, w_co, w_ci, kdim[3];
+  int64_t cofs[3][2], taps[3][2], kfirst[3][2], kstep[3][2];
+};
+
+TC_GLOBAL void tc_prep_phases_kernel(PhaseMap m, Params p, float *out, int64_t total) {
+  const int NT = p.BN / 8, E = p.E;
+  const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)blockDim.x * gridDim.x) {
+    int64_t r = i / E;
+    const int e = (int)(i - r * E);
+    const int lane = (int)(r % 32);
+    r /= 32;
+    const int nt = (int)(r % NT);
+    r /= NT;
+    const int s = (int)(r % p.ksteps);
+    r /= p.ksteps;
+    const int c = (int)(r % p.nchunks);
+    r /= p.nchunks;
+    const int64_t cb = r % p.co_blocks, grp = r / p.co_blocks;
+    const int64_t k = (int64_t)s * 8 + (lane & 3) + ((e & 1) ? 4 : 0);
+    const int64_t col = cb * p.BN + nt * 8 + (lane >> 2), co = col / p.nph;
+    const int ph = (int)(col - co * p.nph);
+    const int pc[3] = {ph / (p.phs1 * p.phs2), (ph / p.phs2) % p.phs1, ph % p.phs2};
+    const int64_t cil = k / tv, tap = k - cil * tv, ci = (int64_t)c * p.ci_chunk + cil;
+    const int64_t t12 = p.taps[1] * p.taps[2];
+    const int64_t u[3] = {tap / t12, (tap % t12) / p.taps[2], tap % p.taps[2]};
+    float v = 0.0f;
+    if (k < p.ci_chunk * tv && ci < p.C_in && co < p.C_out) {
+      int64_t kk[3];
+      bool has = true;
+      for (int d = 0; d < 3; d++) {
+        const int64_t j = u[d] - m.cofs[d][pc[d]];
+        has = has && j >= 0 && j < m.taps[d][pc[d]];
+        kk[d] = m.kfirst[d][pc[d]] + j * m.kstep[d][pc[d]];
+      }
+      if (has) v = __ldg(m.w + grp * m.w_g + co * m.w_co + ci * m.w_ci + (kk[0] * m.kdim[1] + kk[1]) * m.kdim[2] + kk[2]);
+    }
+    const uint32_t big = tc_tf32(v);
+    uint32_t o = big;
+    if (E == 4 && e >= 2) o = tc_tf32(fabsf(v) < INFINITY ? v - tc_float(big) : 0.0f);
+    out[i] = tc_float(o);
+  }
+}
+
 extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                               const float *b, float *y, volua_math_mode math, cudaStream_t s,
                                               char *err) {
@@ -140,6 +196,83 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
       }
     }
   if ((int64_t)nlive[0] * nlive[1] * nlive[2] > MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
+
+  // -- every phase in one GEMM, where it applies and fits (VOLUA_TC_PHASES=0: phase by phase) ----
+  {
+    const char *pe = getenv("VOLUA_TC_PHASES");
+    int ok = !(pe && strcmp(pe, "0") == 0);
+    int nph = 1;
+    for (int d = 0; d < 3; d++) {
+      ok = ok && g->stride[d] <= 2 && nlive[d] == g->stride[d] && ph[d][0].idil == 1;
+      nph *= (int)g->stride[d];
+    }
+    // Measured on the H200 (bench/NOTES.md): one GEMM gains where a group's columns (C_out / groups
+    // times the phases) are at most 128 (k2 s2 and k3 s2 with 16 channels, L1-72, groups 4 with 8
+    // channels: 1.2x to 2x), and loses above (L1-73, 256 columns: 2.23 -> 2.76 ms in tf32): every
+    // channel block restages the tile's patch, and K is padded with the taps a phase lacks.
+    ok = ok && g->C_out / g->groups * nph <= 128;
+    if (ok && nph >= 2) {
+      Params p;
+      memset(&p, 0, sizeof p);
+      PhaseMap m;
+      memset(&m, 0, sizeof m);
+      const int64_t kvol = g->kernel[0] * g->kernel[1] * g->kernel[2];
+      p.x = x;
+      p.bias = b;
+      p.y = y;
+      p.N = g->N;
+      p.groups = g->groups;
+      p.C_in = g->C_in / g->groups;
+      p.C_out = g->C_out / g->groups;
+      p.nph = nph;
+      p.phs1 = (int)g->stride[1];
+      p.phs2 = (int)g->stride[2];
+      m.w = w;
+      m.w_co = kvol; /* weight (C_in, C_out / groups, kD, kH, kW) */
+      m.w_ci = p.C_out * kvol;
+      m.w_g = p.C_in * m.w_ci;
+      for (int d = 0; d < 3; d++) {
+        int64_t Q = 0, ipad = ph[d][0].ipad, U = 0;
+        for (int64_t c = 0; c < g->stride[d]; c++) {
+          if (ph[d][c].Q > Q) Q = ph[d][c].Q;
+          if (ph[d][c].ipad > ipad) ipad = ph[d][c].ipad;
+        }
+        for (int64_t c = 0; c < g->stride[d]; c++) {
+          m.cofs[d][c] = ipad - ph[d][c].ipad;
+          m.taps[d][c] = ph[d][c].taps;
+          m.kfirst[d][c] = ph[d][c].kfirst;
+          m.kstep[d][c] = ph[d][c].kstep;
+          if (m.cofs[d][c] + ph[d][c].taps > U) U = m.cofs[d][c] + ph[d][c].taps;
+        }
+        m.kdim[d] = g->kernel[d];
+        p.in[d] = g->in[d];
+        p.Q[d] = Q;
+        p.istride[d] = 1;
+        p.ipad[d] = ipad;
+        p.idil[d] = 1;
+        p.taps[d] = U;
+        p.out[d] = g->out[d];
+        p.ostep[d] = g->stride[d];
+      }
+      if (tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
+        const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats;
+        float *wprep = NULL;
+        if (volua_cuda_malloc(reinterpret_cast<void **>(&wprep), total * 4, err)) return 1;
+        int64_t blocks = tc_cdiv(total, 256);
+        if (blocks > 4096) blocks = 4096;
+        TC_LAUNCH(tc_prep_phases_kernel, (unsigned)blocks, 256, 0, s, m, p, wprep, total);
+        if (tc_launch_failed(op, err)) {
+          volua_cuda_free(wprep);
+          return 1;
+        }
+        p.wprep = wprep;
+        const int rc = tc_launch_phases(p, env, s, op, err);
+        volua_cuda_free(wprep);
+        if (rc == 0) volua_cuda_fast_note_call();
+        return rc;
+      }
+    }
+  }
 
   // -- the outputs no tap reaches: set first, or filled after ----
   // Where they are at least half of the output (L1-77: 76 %), every output is set first (a memset,

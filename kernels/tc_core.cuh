@@ -43,7 +43,7 @@ static inline int tc_launch_failed(const char *, char *) { return 0; }
 
 namespace volua_tc {
 
-enum { EPI_STORE = 0, EPI_WBOX = 1, EPI_STATS = 2 };
+enum { EPI_STORE = 0, EPI_WBOX = 1, EPI_STATS = 2, EPI_PHASES = 3 };
 
 // Rows of a warp: WM m16 tiles (2, or 4 in math "tf32" where the registers allow); a block has
 // TC_WARPS warps stacked along M: BM = 256 or 512 positions.
@@ -87,6 +87,11 @@ struct Params {
   // (KernelBench L1-73: 400 MB read and 260 MB written per phase for 130 MB of outputs).
   // nsub 1: sub_*[0] mirror the plain fields.
   int nsub, cofs_max;
+  // EPI_PHASES (conv_transpose3d_tc.cu): every phase of a transposed convolution with strides of
+  // at most 2 in one GEMM. Rows are positions q of the phases' common grid, K the input channels
+  // times the union of the phases' tap windows, columns (co, phase) with the phase fastest: column
+  // co * nph + ph writes output o = q * ostep + (ph's offsets), ph = (c0 * phs1 + c1) * phs2 + c2.
+  int nph, phs1, phs2;
   int64_t wspan;                      // patch columns read per position row, 0: from taps[2]
   const float *sub_wprep[2];
   int64_t sub_taps2[2], sub_oofs2[2], sub_Q2[2];
@@ -466,6 +471,36 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
               if (live[i][h]) yt[(j * 8 + e) * ovol + off] = v + bv;
             }
         }
+    } else if (EPI == EPI_PHASES && c == p.nchunks - 1) {
+      // -- every phase of a transposed convolution: column co * nph + ph of position q is output
+      // (q0 * ostep0 + c0, q1 * ostep1 + c1, q2 * ostep2 + c2) of channel co, where inside the
+      // output. A thread's columns 2t and 2t + 1 are neighbouring phases, so its two stores of a
+      // position fill adjacent outputs, and the block writes whole (2 x 2 x 2) output cells ----
+      const int64_t O0 = p.out[0], O1 = p.out[1], O2 = p.out[2];
+      const int64_t col0 = (int64_t)cb * BN + 2 * t;
+      const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+#pragma unroll
+      for (int j = 0; j < WN; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int64_t col = col0 + j * 8 + e, co = col / p.nph;
+          const int ph = (int)(col - co * p.nph), c2 = ph % p.phs2, c1 = (ph / p.phs2) % p.phs1;
+          const int c0 = ph / (p.phs2 * p.phs1);
+          const int64_t od = qd * p.ostep[0] + c0;
+          if (co >= p.C_out || od >= O0) continue;
+          const float bv = bias ? __ldg(bias + co) : 0.0f;
+          float *yc = p.y + ((ng * p.C_out + co) * O0 + od) * O1 * O2;
+#pragma unroll
+          for (int i = 0; i < WM; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              const int64_t oh = (qh0 + dq[i][h]) * p.ostep[1] + c1, ow = (int64_t)qw[i][h] * p.ostep[2] + c2;
+              if (!live[i][h] || oh >= O1 || ow >= O2) continue;
+              float v = acc[i][j][2 * h + e];
+              if (SPLIT) v += corr[i][j][2 * h + e];
+              yc[oh * O2 + ow] = v + bv;
+            }
+        }
     } else if (EPI != EPI_STATS && c == p.nchunks - 1 && p.off32) {
       // -- epilogue with 32-bit offsets from the tile's (n, first channel) base (p.off32: BN output
       // volumes fit in int): row offsets once per position, then per channel one add ----
@@ -654,6 +689,8 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   if (p.groups < 1 || (epi == EPI_STATS && p.groups != 1)) return 0;
   if (p.nsub < 1) p.nsub = 1;
   if (p.nsub > 2 || (p.nsub > 1 && epi != EPI_STORE)) return 0;
+  if (epi == EPI_PHASES ? p.nph < 2 || p.phs1 < 1 || p.phs2 < 1 : p.nph > 1) return 0;
+  if (p.nph < 1) p.nph = 1;
   if (p.nsub == 1) { // the plain fields, mirrored (the NSUB 1 kernel reads the plain ones)
     p.sub_taps2[0] = p.taps[2], p.sub_oofs2[0] = p.oofs[2], p.sub_Q2[0] = p.Q[2], p.sub_cofs[0] = 0;
     p.wspan = 0;
@@ -702,7 +739,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   p.pitch_d = (int)pitch_d;
   p.pitch_c = (int)pitch_c;
   p.zero_floats = (int)pitch_d; // > any row offset mo: the padded K reads zeros at any row
-  p.co_blocks = (int)tc_cdiv(p.C_out, p.BN);
+  p.co_blocks = (int)tc_cdiv(p.C_out * p.nph, p.BN); // EPI_PHASES: nph columns a channel
   p.stats_bytes = epi == EPI_STATS ? TC_WARPS * p.BN * 2 * 8 : 0;
   // Channel chunks: all of C_in at once if it fits (weights staged once per block), else the split
   // with the fewest k-steps in all, counting one k-step per chunk for its barrier and staging.
@@ -809,7 +846,7 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   snprintf(line, sizeof line,
           "volua tc: %s %s BM %d BN %d %s, Q (%lld, %lld, %lld) taps (%lld, %lld, %lld), C_in %lld in %d chunk(s) of "
           "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld\n",
-          op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : "store", p.BM, p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
+          op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : epi == EPI_PHASES ? "phases" : "store", p.BM, p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
           (long long)p.Q[0], (long long)p.Q[1], (long long)p.Q[2], (long long)p.taps[0], (long long)p.taps[1],
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y);
@@ -911,6 +948,15 @@ template <class P> static inline int tc_launch_store(P &p, const Env &env, int e
   return tc_no_variant(p, op, err);
 }
 
+// Every phase in one GEMM (EPI_PHASES, conv_transpose3d_tc.cu).
+template <class P> static inline int tc_launch_phases(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  const bool split = p.E == 4;
+  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI_PHASES>(p, env, s, op, err);
+  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI_PHASES>(p, env, s, op, err);
+  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI_PHASES>(p, env, s, op, err);
+  return tc_no_variant(p, op, err);
+}
+
 // Two sub-GEMMs (Params::nsub 2: a transposed convolution's W phase pair), store epilogue only.
 template <class P> static inline int tc_launch_store2(P &p, const Env &env, tc_stream s, const char *op, char *err) {
   const bool split = p.E == 4;
@@ -938,7 +984,7 @@ static inline int tc_plan_store_wm(Params &p, bool split, int epi, const Env &en
   const int want = force ? atoi(force) : 0;
   if ((want == 64 && p.groups == 1) || want == 32) return tc_plan(p, want / 8, split, epi, env, wm);
   Params a = p, b = p;
-  const int ok64 = p.C_out > 32 && p.groups == 1 && tc_plan(a, 8, split, epi, env, wm);
+  const int ok64 = p.C_out * (p.nph > 1 ? p.nph : 1) > 32 && p.groups == 1 && tc_plan(a, 8, split, epi, env, wm);
   const int ok32 = tc_plan(b, 4, split, epi, env, wm);
   if (ok64 && (a.nchunks == 1 || !ok32 || b.nchunks > 1)) {
     p = a;
