@@ -129,24 +129,12 @@ struct PhaseMap {
 };
 
 TC_GLOBAL void tc_prep_phases_kernel(PhaseMap m, Params p, float *out, int64_t total) {
-  const int NT = p.BN / 8, E = p.E;
   const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (int64_t)blockDim.x * gridDim.x) {
-    int64_t r = i / E;
-    const int e = (int)(i - r * E);
-    const int lane = (int)(r % 32);
-    r /= 32;
-    const int nt = (int)(r % NT);
-    r /= NT;
-    const int s = (int)(r % p.ksteps);
-    r /= p.ksteps;
-    const int c = (int)(r % p.nchunks);
-    r /= p.nchunks;
-    const int64_t cb = r % p.co_blocks, grp = r / p.co_blocks;
-    const int64_t k = (int64_t)s * 8 + (lane & 3) + ((e & 1) ? 4 : 0);
-    const int64_t col = cb * p.BN + nt * 8 + (lane >> 2), co = col / p.nph;
-    const int ph = (int)(col - co * p.nph);
+    const PrepIndex x = tc_prep_index(p, i);
+    const int64_t k = x.k, grp = x.grp, co = x.col / p.nph;
+    const int c = x.c, ph = (int)(x.col - co * p.nph);
     const int pc[3] = {ph / (p.phs1 * p.phs2), (ph / p.phs2) % p.phs1, ph % p.phs2};
     const int64_t cil = k / tv, tap = k - cil * tv, ci = (int64_t)c * p.ci_chunk + cil;
     const int64_t t12 = p.taps[1] * p.taps[2];
@@ -162,10 +150,7 @@ TC_GLOBAL void tc_prep_phases_kernel(PhaseMap m, Params p, float *out, int64_t t
       }
       if (has) v = __ldg(m.w + grp * m.w_g + co * m.w_co + ci * m.w_ci + (kk[0] * m.kdim[1] + kk[1]) * m.kdim[2] + kk[2]);
     }
-    const uint32_t big = tc_tf32(v);
-    uint32_t o = big;
-    if (E == 4 && e >= 2) o = tc_tf32(fabsf(v) < INFINITY ? v - tc_float(big) : 0.0f);
-    out[i] = tc_float(o);
+    out[i] = tc_prep_part(v, x.e, p.E);
   }
 }
 
@@ -255,16 +240,8 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         p.ostep[d] = g->stride[d];
       }
       if (tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
-        const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats;
         float *wprep = NULL;
-        if (volua_cuda_malloc(reinterpret_cast<void **>(&wprep), total * 4, err)) return 1;
-        int64_t blocks = tc_cdiv(total, 256);
-        if (blocks > 4096) blocks = 4096;
-        TC_LAUNCH(tc_prep_phases_kernel, (unsigned)blocks, 256, 0, s, m, p, wprep, total);
-        if (tc_launch_failed(op, err)) {
-          volua_cuda_free(wprep);
-          return 1;
-        }
+        if (tc_prep_with(tc_prep_phases_kernel, p, m, &wprep, s, op, err)) return 1;
         p.wprep = wprep;
         const int rc = tc_launch_phases(p, env, s, op, err);
         volua_cuda_free(wprep);

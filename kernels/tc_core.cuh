@@ -639,25 +639,48 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
 // Weights -> the fragment order tc_compute reads: for (group, co block, chunk, k-step, n tile, lane) the
 // B fragment's two values b0 = W[co][k], b1 = W[co][k + 4] (co = 8*tile + lane/4, k = 8*step +
 // lane%4) as TF32, followed in math "fp32" by their small parts. Zeros pad K, C_in and C_out.
+// Element i of the prepared weights: its part e (0, 1: b0, b1; 2, 3: their small parts), group,
+// chunk, K index k (within the chunk) and column (output channel, or (channel, phase) for
+// EPI_PHASES). Shared by tc_prep_kernel and conv_transpose3d_tc.cu's phase preparation.
+struct PrepIndex {
+  int e, c;
+  int64_t grp, k, col;
+};
+TC_DEVICE PrepIndex tc_prep_index(const Params &p, int64_t i) {
+  PrepIndex x;
+  int64_t r = i / p.E;
+  x.e = (int)(i - r * p.E);
+  const int lane = (int)(r % 32);
+  r /= 32;
+  const int nt = (int)(r % (p.BN / 8));
+  r /= p.BN / 8;
+  const int s = (int)(r % p.ksteps);
+  r /= p.ksteps;
+  x.c = (int)(r % p.nchunks);
+  r /= p.nchunks;
+  const int64_t cb = r % p.co_blocks;
+  x.grp = r / p.co_blocks;
+  x.k = (int64_t)s * 8 + (lane & 3) + ((x.e & 1) ? 4 : 0);
+  x.col = cb * p.BN + nt * 8 + (lane >> 2);
+  return x;
+}
+
+// v as part e of a prepared weight: TF32 (round to nearest), or in math "fp32" for e >= 2 the TF32
+// of v minus that (an infinite v has no small part).
+TC_DEVICE float tc_prep_part(float v, int e, int E) {
+  const uint32_t big = tc_tf32(v);
+  uint32_t o = big;
+  if (E == 4 && e >= 2) o = tc_tf32(fabsf(v) < INFINITY ? v - tc_float(big) : 0.0f);
+  return tc_float(o);
+}
+
 TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) {
-  const int NT = p.BN / 8, E = p.E;
   const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (int64_t)blockDim.x * gridDim.x) {
-    int64_t r = i / E;
-    const int e = (int)(i - r * E);
-    const int lane = (int)(r % 32);
-    r /= 32;
-    const int nt = (int)(r % NT);
-    r /= NT;
-    const int s = (int)(r % p.ksteps);
-    r /= p.ksteps;
-    const int c = (int)(r % p.nchunks);
-    r /= p.nchunks;
-    const int64_t cb = r % p.co_blocks, grp = r / p.co_blocks;
-    const int64_t k = (int64_t)s * 8 + (lane & 3) + ((e & 1) ? 4 : 0);
-    const int64_t co = cb * p.BN + nt * 8 + (lane >> 2);
-    const int64_t cil = k / tv, tap = k - cil * tv, ci = (int64_t)c * p.ci_chunk + cil;
+    const PrepIndex x = tc_prep_index(p, i);
+    const int64_t k = x.k, co = x.col, grp = x.grp;
+    const int64_t cil = k / tv, tap = k - cil * tv, ci = (int64_t)x.c * p.ci_chunk + cil;
     float v = 0.0f;
     if (k < p.ci_chunk * tv && ci < p.C_in && co < p.C_out) {
       const int64_t t12 = p.taps[1] * p.taps[2], jd = tap / t12, jh = (tap - jd * t12) / p.taps[2];
@@ -666,10 +689,7 @@ TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) 
       const int64_t kw = m.kfirst[2] + jw * m.kstep[2];
       v = __ldg(m.w + grp * m.w_g + co * m.w_co + ci * m.w_ci + (kd * m.kdim[1] + kh) * m.kdim[2] + kw);
     }
-    const uint32_t big = tc_tf32(v);
-    uint32_t o = big;
-    if (E == 4 && e >= 2) o = tc_tf32(fabsf(v) < INFINITY ? v - tc_float(big) : 0.0f);
-    out[i] = tc_float(o);
+    out[i] = tc_prep_part(v, x.e, p.E);
   }
 }
 
@@ -818,19 +838,26 @@ static inline int tc_get_env(Env *env, const char *, char *) {
 
 // The weights in fragment order (scratch from the caching allocator; the caller frees it after
 // the launches that read it: every launch is on one stream).
-static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **out, tc_stream s, const char *op,
-                                  char *err) {
+// Kernel is tc_prep_kernel (WeightMap) or conv_transpose3d_tc.cu's phase preparation (PhaseMap).
+template <class Map>
+static inline int tc_prep_with(void (*kernel)(Map, Params, float *, int64_t), const Params &p, const Map &m,
+                               float **out, tc_stream s, const char *op, char *err) {
   const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats;
   if (volua_cuda_malloc(reinterpret_cast<void **>(out), total * 4, err)) return 1;
   int64_t blocks = tc_cdiv(total, 256);
   if (blocks > 4096) blocks = 4096;
-  TC_LAUNCH(tc_prep_kernel, (unsigned)blocks, 256, 0, s, m, p, *out, total);
+  TC_LAUNCH(kernel, (unsigned)blocks, 256, 0, s, m, p, *out, total);
   if (tc_launch_failed(op, err)) {
     volua_cuda_free(*out);
     *out = NULL;
     return 1;
   }
   return 0;
+}
+
+static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **out, tc_stream s, const char *op,
+                                  char *err) {
+  return tc_prep_with(tc_prep_kernel, p, m, out, s, op, err);
 }
 
 // VOLUA_TC_VERBOSE=1: one line per launch on stderr with the plan (for bench/NOTES.md).
