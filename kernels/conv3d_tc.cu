@@ -65,7 +65,7 @@ extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, 
   float *wprep = NULL;
   if (tc_prep_weights(p, conv3d_weights(g, w), &wprep, s, op, err)) return 1;
   p.wprep = wprep;
-  const int rc = tc_launch_store(p, env, EPI_STORE, s, op, err);
+  const int rc = tc_launch_store<false>(p, env, EPI_STORE, s, op, err);
   volua_cuda_free(wprep); // stream-ordered reuse: later work on the stream runs after this launch
   if (rc == 0) volua_cuda_fast_note_call();
   return rc;

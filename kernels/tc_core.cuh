@@ -961,17 +961,21 @@ static inline int tc_launch_stats_wn(P &p, const Env &env, tc_stream s, const ch
 }
 
 // The (WM, math) pairs that exist: WM 2 in both maths, WM 4 in math "tf32" only.
-template <class P> static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, const char *op, char *err) {
+// WBOX: whether the caller may ask for EPI_WBOX (conv3d never does: its .cu then instantiates
+// the store kernels only).
+template <bool WBOX = true, class P>
+static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, const char *op, char *err) {
   const bool split = p.E == 4, wbox = epi == EPI_WBOX;
+  if (wbox && !WBOX) return tc_no_variant(p, op, err);
   if (split && p.WM == 2)
-    return wbox ? tc_launch_store_wn<2, true, EPI_WBOX>(p, env, s, op, err)
-                : tc_launch_store_wn<2, true, EPI_STORE>(p, env, s, op, err);
+    return WBOX && wbox ? tc_launch_store_wn<2, true, WBOX ? EPI_WBOX : EPI_STORE>(p, env, s, op, err)
+                        : tc_launch_store_wn<2, true, EPI_STORE>(p, env, s, op, err);
   if (!split && p.WM == 2)
-    return wbox ? tc_launch_store_wn<2, false, EPI_WBOX>(p, env, s, op, err)
-                : tc_launch_store_wn<2, false, EPI_STORE>(p, env, s, op, err);
+    return WBOX && wbox ? tc_launch_store_wn<2, false, WBOX ? EPI_WBOX : EPI_STORE>(p, env, s, op, err)
+                        : tc_launch_store_wn<2, false, EPI_STORE>(p, env, s, op, err);
   if (!split && p.WM == 4)
-    return wbox ? tc_launch_store_wn<4, false, EPI_WBOX>(p, env, s, op, err)
-                : tc_launch_store_wn<4, false, EPI_STORE>(p, env, s, op, err);
+    return WBOX && wbox ? tc_launch_store_wn<4, false, WBOX ? EPI_WBOX : EPI_STORE>(p, env, s, op, err)
+                        : tc_launch_store_wn<4, false, EPI_STORE>(p, env, s, op, err);
   return tc_no_variant(p, op, err);
 }
 
