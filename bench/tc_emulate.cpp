@@ -350,6 +350,7 @@ int main(int argc, char **argv) {
       run_transpose(1, 32, 32, inw, k3, s, p1, op0, d, true, m); // 256 columns: W phase pairs
       const int64_t op1[3] = {1, 0, 1}, s3[3] = {3, 1, 2};
       run_transpose(1, 4, 80, in, k3, s, p1, op1, d, false, m); // 320 columns: W phase pairs
+      run_transpose(2, 4, 80, in, k3, s, p1, op1, d, true, m, 2); // grouped W phase pairs
       run_transpose(1, 32, 40, inw, k3, s3, p1, op0, d, true, m); // stride 3 in D: W pairs, chunks
       run_conv3d(2, 6, 144, in, k3, s1, p1, d, true, m, 2);
       run_conv3d(2, 8, 8, in, k3, s, p1, d, true, m, 8);

@@ -191,6 +191,8 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {kind = "t", n = 1, cin = 4, cout = 80, size = {3, 4, 5}, k = 3, stride = 2, padding = 1,
          output_padding = {1, 0, 1}},                                            -- W phase pairs
         {kind = "t", n = 1, cin = 5, cout = 12, size = {3, 4, 6}, k = 3, stride = {3, 1, 2}, padding = 1}, -- pairs, stride 3
+        {kind = "t", n = 2, cin = 4, cout = 80, groups = 2, size = {3, 4, 5}, k = 3, stride = 2, padding = 1,
+         output_padding = {1, 0, 1}, bias = true},                               -- grouped W phase pairs
         {kind = "c", n = 2, cin = 6, cout = 144, groups = 2, size = {3, 5, 8}, k = 3, padding = 1, bias = true}, -- 2 channel blocks a group
         {kind = "c", n = 2, cin = 8, cout = 8, groups = 8, size = {5, 6, 9}, k = 3, stride = 2, padding = 1}, -- depthwise
         {kind = "c", n = 1, cin = 12, cout = 24, groups = 4, size = {4, 7, 10}, k = {3, 3, 1}, dilation = {1, 2, 1}},
