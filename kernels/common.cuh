@@ -62,6 +62,24 @@ static inline unsigned volua_grid_for(int64_t n, int threads) {
 
 // -- block reductions (blockDim.x a multiple of 32, at most 1024) ----
 
+// The coordinates of flat index i in an (N, C, D, H, W) grid, W fastest (I: int64_t, or int where
+// the grid has fewer than 2^31 points). The simple kernels' one-output-per-thread decode.
+template <class I> struct volua_coord5 {
+  I n, c, d, h, w;
+};
+template <class I> __device__ __forceinline__ volua_coord5<I> volua_unflatten5(I i, I C, I D, I H, I W) {
+  volua_coord5<I> p;
+  p.w = i % W;
+  i /= W;
+  p.h = i % H;
+  i /= H;
+  p.d = i % D;
+  i /= D;
+  p.c = i % C;
+  p.n = i / C;
+  return p;
+}
+
 __device__ __forceinline__ double volua_warp_sum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
   return v;

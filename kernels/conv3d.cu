@@ -16,17 +16,9 @@ static __global__ void conv3d_direct_kernel(volua_conv3d_geom g, const float *__
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t total = g.N * g.C_out * OD * OH * OW;
   VOLUA_GRID_LOOP(i, total) {
-    int64_t t = i;
-    const int64_t ow = t % OW;
-    t /= OW;
-    const int64_t oh = t % OH;
-    t /= OH;
-    const int64_t od = t % OD;
-    t /= OD;
-    const int64_t co = t % g.C_out;
-    const int64_t n = t / g.C_out;
-    double acc = volua_conv3d_point<TF32>(g, x, w, n, co, od, oh, ow);
-    if (b) acc += (double)b[co];
+    const volua_coord5<int64_t> o = volua_unflatten5<int64_t>(i, g.C_out, OD, OH, OW);
+    double acc = volua_conv3d_point<TF32>(g, x, w, o.n, o.c, o.d, o.h, o.w);
+    if (b) acc += (double)b[o.c];
     y[i] = (float)acc;
   }
 }

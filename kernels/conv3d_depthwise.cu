@@ -22,15 +22,8 @@ static __global__ void conv3d_depthwise_kernel(volua_conv3d_geom g, const float 
   const int64_t chunks = (OW + DW_R - 1) / DW_R;
   const int64_t total = g.N * g.C_out * OD * OH * chunks;
   VOLUA_GRID_LOOP(i, total) {
-    int64_t t = i;
-    const int64_t ow0 = (t % chunks) * DW_R;
-    t /= chunks;
-    const int64_t oh = t % OH;
-    t /= OH;
-    const int64_t od = t % OD;
-    t /= OD;
-    const int64_t co = t % g.C_out;
-    const int64_t n = t / g.C_out;
+    const volua_coord5<int64_t> o = volua_unflatten5<int64_t>(i, g.C_out, OD, OH, chunks); // w: the chunk
+    const int64_t n = o.n, co = o.c, od = o.d, oh = o.h, ow0 = o.w * DW_R;
     const float bv = b ? __ldg(b + co) : 0.0f;
     float acc[DW_R];
 #pragma unroll
@@ -83,14 +76,9 @@ static __global__ void conv3d_depthwise_w1_kernel(volua_conv3d_geom g, const flo
   const I chunks = (OW + DW_RW - 1) / DW_RW;
   const I total = (I)g.N * C_out * OD * OH * chunks;
   for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
-    I t = i;
-    const int ow0 = (int)(t % chunks) * DW_RW;
-    t /= chunks;
-    const int oh = (int)(t % OH);
-    t /= OH;
-    const int od = (int)(t % OD);
-    t /= OD;
-    const int64_t co = (int64_t)(t % C_out), n = (int64_t)(t / C_out);
+    const volua_coord5<I> o = volua_unflatten5<I>(i, C_out, OD, OH, chunks); // w: the chunk
+    const int ow0 = (int)o.w * DW_RW, oh = (int)o.h, od = (int)o.d;
+    const int64_t co = (int64_t)o.c, n = (int64_t)o.n;
     float acc[DW_RW];
 #pragma unroll
     for (int r = 0; r < DW_RW; r++) acc[r] = 0.0f;

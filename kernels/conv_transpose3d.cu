@@ -29,15 +29,8 @@ static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geo
   const int64_t in_volume = ID * IH * IW, k_volume = kD * kH * kW;
   const int64_t total = g.N * g.C_out * OD * OH * OW;
   VOLUA_GRID_LOOP(i, total) {
-    int64_t t = i;
-    const int64_t ow = t % OW;
-    t /= OW;
-    const int64_t oh = t % OH;
-    t /= OH;
-    const int64_t od = t % OD;
-    t /= OD;
-    const int64_t co = t % g.C_out;
-    const int64_t n = t / g.C_out;
+    const volua_coord5<int64_t> o = volua_unflatten5<int64_t>(i, g.C_out, OD, OH, OW);
+    const int64_t n = o.n, co = o.c, od = o.d, oh = o.h, ow = o.w;
     const int64_t grp = co / cout_g, co_in_group = co - grp * cout_g;
     // weight is (C_in, C_out/groups, kD, kH, kW): input channel ci of this group, column co_in_group
     const float *wg = w + (grp * cin_g * cout_g + co_in_group) * k_volume;
