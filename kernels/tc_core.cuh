@@ -85,8 +85,8 @@ struct Params {
   // interleaved in each output row, reach L2 together: written by separate launches, each phase left
   // every sector half written, and the GPU read every such sector back from DRAM to complete it
   // (KernelBench L1-73: 400 MB read and 260 MB written per phase for 130 MB of outputs).
-  // nsub 1: sub_*[0] mirror the plain fields.
-  int nsub, cofs_max;
+  // nsub 1: the plain fields hold everything (sub_ksteps and sub_w_floats [0] are set too).
+  int nsub;
   // EPI_PHASES (conv_transpose3d_tc.cu): every phase of a transposed convolution with strides of
   // at most 2 in one GEMM. Rows are positions q of the phases' common grid, K the input channels
   // times the union of the phases' tap windows, columns (co, phase) with the phase fastest: column
@@ -711,10 +711,6 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   if (p.nsub > 2 || (p.nsub > 1 && epi != EPI_STORE)) return 0;
   if (epi == EPI_PHASES ? p.nph < 2 || p.phs1 < 1 || p.phs2 < 1 : p.nph > 1) return 0;
   if (p.nph < 1) p.nph = 1;
-  if (p.nsub == 1) { // the plain fields, mirrored (the NSUB 1 kernel reads the plain ones)
-    p.sub_taps2[0] = p.taps[2], p.sub_oofs2[0] = p.oofs[2], p.sub_Q2[0] = p.Q[2], p.sub_cofs[0] = 0;
-    p.wspan = 0;
-  }
   p.WM = WM;
   p.BM = TC_WARPS * WM * 16;
   p.BN = WN * 8;
@@ -750,8 +746,9 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   if (pitch_d > lim || pitch_c > lim) return 0;
   int64_t tvs[2];
   for (int sb = 0; sb < p.nsub; sb++) {
-    tvs[sb] = p.taps[0] * p.taps[1] * p.sub_taps2[sb];
-    if (p.sub_taps2[sb] <= 0 || tvs[sb] > lim) return 0;
+    const int64_t tw = p.nsub == 1 ? p.taps[2] : p.sub_taps2[sb]; // taps along W
+    tvs[sb] = p.taps[0] * p.taps[1] * tw;
+    if (tw <= 0 || tvs[sb] > lim) return 0;
   }
   p.prow = (int)prow;
   p.wp = (int)wp;
@@ -960,42 +957,34 @@ static inline int tc_launch_stats_wn(P &p, const Env &env, tc_stream s, const ch
   }
 }
 
-// The (WM, math) pairs that exist: WM 2 in both maths, WM 4 in math "tf32" only.
-// WBOX: whether the caller may ask for EPI_WBOX (conv3d never does: its .cu then instantiates
-// the store kernels only).
+// The (WM, math) pairs that exist for an epilogue: WM 2 in both maths, WM 4 in math "tf32" only.
+template <int EPI, int NSUB = 1, class P>
+static inline int tc_launch_epi(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  const bool split = p.E == 4;
+  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI, P, NSUB>(p, env, s, op, err);
+  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI, P, NSUB>(p, env, s, op, err);
+  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI, P, NSUB>(p, env, s, op, err);
+  return tc_no_variant(p, op, err);
+}
+
+// EPI_STORE or EPI_WBOX. WBOX: whether the caller may ask for EPI_WBOX (conv3d never does: its .cu
+// then instantiates the store kernels only).
 template <bool WBOX = true, class P>
 static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, const char *op, char *err) {
-  const bool split = p.E == 4, wbox = epi == EPI_WBOX;
-  if (wbox && !WBOX) return tc_no_variant(p, op, err);
-  if (split && p.WM == 2)
-    return WBOX && wbox ? tc_launch_store_wn<2, true, WBOX ? EPI_WBOX : EPI_STORE>(p, env, s, op, err)
-                        : tc_launch_store_wn<2, true, EPI_STORE>(p, env, s, op, err);
-  if (!split && p.WM == 2)
-    return WBOX && wbox ? tc_launch_store_wn<2, false, WBOX ? EPI_WBOX : EPI_STORE>(p, env, s, op, err)
-                        : tc_launch_store_wn<2, false, EPI_STORE>(p, env, s, op, err);
-  if (!split && p.WM == 4)
-    return WBOX && wbox ? tc_launch_store_wn<4, false, WBOX ? EPI_WBOX : EPI_STORE>(p, env, s, op, err)
-                        : tc_launch_store_wn<4, false, EPI_STORE>(p, env, s, op, err);
+  if (epi != EPI_WBOX) return tc_launch_epi<EPI_STORE>(p, env, s, op, err);
+  if constexpr (WBOX) return tc_launch_epi<EPI_WBOX>(p, env, s, op, err);
   return tc_no_variant(p, op, err);
 }
 
 // Every phase in one GEMM (EPI_PHASES, conv_transpose3d_tc.cu).
 template <class P> static inline int tc_launch_phases(P &p, const Env &env, tc_stream s, const char *op, char *err) {
-  const bool split = p.E == 4;
-  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI_PHASES>(p, env, s, op, err);
-  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI_PHASES>(p, env, s, op, err);
-  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI_PHASES>(p, env, s, op, err);
-  return tc_no_variant(p, op, err);
+  return tc_launch_epi<EPI_PHASES>(p, env, s, op, err);
 }
 
 // Two sub-GEMMs (Params::nsub 2: a transposed convolution's W phase pair), store epilogue only.
 template <class P> static inline int tc_launch_store2(P &p, const Env &env, tc_stream s, const char *op, char *err) {
-  const bool split = p.E == 4;
   if (p.nsub != 2) return tc_no_variant(p, op, err);
-  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI_STORE, P, 2>(p, env, s, op, err);
-  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI_STORE, P, 2>(p, env, s, op, err);
-  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI_STORE, P, 2>(p, env, s, op, err);
-  return tc_no_variant(p, op, err);
+  return tc_launch_epi<EPI_STORE, 2>(p, env, s, op, err);
 }
 
 template <class P> static inline int tc_launch_stats(P &p, const Env &env, tc_stream s, const char *op, char *err) {
