@@ -1,7 +1,7 @@
 -- bench/profile.lua [PROBLEMS [MATHS [CALLS]]]: runs the benchmark's convolution problems on random
 -- inputs (no PyTorch, no checks) CALLS times each, for ncu or a quick look at the launch plans.
 -- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23; also L1-43, pool-k3s1, pool-k2s2, convT-k3s2,
--- L1-59, L1-73, L1-54); MATHS: comma list (default fp32,tf32).
+-- L1-59, L1-73, L1-54, L1-61, L1-70, conv-c32); MATHS: comma list (default fp32,tf32).
 -- Run: VOLUA_TC_VERBOSE=1 build/bin/volua bench/profile.lua L2-23 tf32 3
 local vol = require "volua"
 local want = arg and arg[1] or "L1-77,L1-60,L1-66,L2-23"
@@ -38,6 +38,20 @@ local P = {
   ["L1-73"] = function()
     local x, w = cu(vol.rand({4, 32, 32, 64, 128}, {seed = 1})), cu(vol.rand({32, 32, 3, 3, 3}, {seed = 2}))
     return function() return vol.conv_transpose3d(x, w, nil, {stride = 2, padding = 1}) end
+  end,
+  -- stride-1 transposed convolutions with large K (bench.py's L1-61, L1-70), and X-conv-c32
+  ["L1-61"] = function()
+    local x, w = cu(vol.rand({8, 48, 64, 64, 64}, {seed = 1})), cu(vol.rand({48, 48, 3, 3, 3}, {seed = 2}))
+    return function() return vol.conv_transpose3d(x, w, nil, {}) end
+  end,
+  ["L1-70"] = function()
+    local x, w = cu(vol.rand({8, 48, 96, 96, 96}, {seed = 1})), cu(vol.rand({48, 24, 3, 3, 3}, {seed = 2}))
+    return function() return vol.conv_transpose3d(x, w, nil, {}) end
+  end,
+  ["conv-c32"] = function()
+    local x, w = cu(vol.rand({4, 32, 32, 64, 64}, {seed = 1})), cu(vol.rand({32, 32, 3, 3, 3}, {seed = 2}))
+    local b = cu(vol.rand({32}, {seed = 3}))
+    return function() return vol.conv3d(x, w, b, {padding = 1}) end
   end,
   ["L1-54"] = function()
     local x, w = cu(vol.rand({16, 3, 64, 64, 64}, {seed = 1})), cu(vol.rand({64, 3, 3, 3, 3}, {seed = 2}))

@@ -254,8 +254,9 @@ static void print_plan(const char *name, volua_tc::Params p, int epi, bool split
     return;
   }
   const int64_t hmma = p.ntiles * p.co_blocks * (p.BM / 16) * (p.BN / 8) * (int64_t)p.ksteps * p.nchunks * (split ? 3 : 1);
-  printf("%-8s %s: BM %d, BN %d, %d chunk(s) of %d channels, %d k-steps/chunk, %lld tiles x %d channel blocks, smem %zu B, "
-         "%.1f M mma\n", name, split ? "fp32" : "tf32", p.BM, p.BN, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles,
+  printf("%-8s %s: BM %d, BN %d, %d team(s) x %d patch buffer(s), %d chunk(s) of %d channels, %d k-steps/chunk, %lld tiles x "
+         "%d channel blocks, smem %zu B, %.1f M mma\n", name, split ? "fp32" : "tf32", p.BM, p.BN, p.teams, p.tbufs, p.nchunks,
+         p.ci_chunk, p.ksteps, (long long)p.ntiles,
          p.co_blocks, p.smem, (double)hmma / 1e6);
 }
 

@@ -49,6 +49,12 @@ enum { EPI_STORE = 0, EPI_WBOX = 1, EPI_STATS = 2, EPI_PHASES = 3 };
 // TC_WARPS warps stacked along M: BM = 256 or 512 positions.
 #define TC_WARPS 8
 
+// The kernels that come in a two-team instantiation (Params::teams 2): the plain store epilogue in
+// math "tf32" with WM 4, one sub-GEMM, no groups (the plans that gain: small K, bench/NOTES.md).
+// The team arithmetic stays out of every other kernel: with it as run-time values, the one-team
+// kernels took 3 to 8 % longer (more registers, 33 more instructions in the k-loop).
+#define TC_TEAMABLE(epi, split, wm, nsub, groups) ((epi) == EPI_STORE && !(split) && (wm) == 4 && (nsub) == 1 && (groups) == 1)
+
 // Where the weight of (co, ci, tap j) is: w[co*w_co + ci*w_ci + (k0*kdim1 + k1)*kdim2 + k2] with
 // k = kfirst + j*kstep per dim (conv3d: kfirst 0, kstep 1; a transposed phase walks its taps);
 // group g's weights start at w + g*w_g (co and ci count within the group).
@@ -76,6 +82,8 @@ struct Params {
   int off32;                  // BN output volumes (and every output coordinate) fit in int
   int prow, wp, pitch_w, pitch_d, pitch_c, patch_floats, zero_floats, buf_floats, w_floats;
   int kofs_bytes, stats_bytes;
+  int teams, order, tbufs; // 1 or 2 teams of warps (2: each runs its own tiles), whether they take turns at the
+                           // mma, and patch buffers per team (1 or 2; a single team has 2)
   size_t smem;
   // Sub-GEMMs (a transposed convolution's two W phases of stride 2, conv_transpose3d_tc.cu): nsub
   // GEMMs share the grid of positions (Q[2] the larger phase's column count) and the staged patch
@@ -123,17 +131,18 @@ TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, in
 // (KernelBench L1-59, W 10: a warp per row left 22 lanes idle through 76 instructions a row, 59 % of
 // the kernel's samples), and wider rows a row per warp, a column per lane.
 template <int VW, class I>
-TC_DEVICE void tc_stage_pairs(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0) {
+TC_DEVICE void tc_stage_pairs(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0, int tid,
+                              int nth) {
   const int td = (int)p.taps[0], nrows = p.ci_chunk * td * rows;
   const I D = (I)p.in[0], H = (I)p.in[1], W = (I)p.in[2], C = (I)p.C_in, dil0 = (I)p.idil[0];
   const I ipad2 = (I)(p.ipad[2] + p.cshift);
-  const int G = (p.wp + VW - 1) / VW, nth = blockDim.x, total = nrows * G;
+  const int G = (p.wp + VW - 1) / VW, total = nrows * G;
   const int dr = nth / G, dg = nth - dr * G; // a step of nth pairs: dr rows and dg groups
   // dr rows as (channels, planes, rows): added digit by digit, one carry each
   const int sc = dr / (td * rows), sj = (dr - sc * td * rows) / rows, sr = dr - (sc * td + sj) * rows;
-  int r = threadIdx.x / G, grp = threadIdx.x - r * G;
+  int r = tid / G, grp = tid - r * G;
   int cil = r / (td * rows), jd = (r - cil * td * rows) / rows, row = r - (cil * td + jd) * rows;
-  for (int e = threadIdx.x; e < total; e += nth) {
+  for (int e = tid; e < total; e += nth) {
     const I ci = (I)chunk * p.ci_chunk + cil, id = id0 + jd * dil0, ih = ih0 + row, iw = VW * grp - ipad2;
     const bool ok = ci < C && id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W;
     float *dst = buf + cil * p.pitch_c + jd * p.pitch_d + row * p.pitch_w + VW * grp;
@@ -161,21 +170,22 @@ TC_DEVICE void tc_stage_pairs(const Params &p, float *buf, const float *xn, int 
 }
 
 template <class I>
-TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0) {
+TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int chunk, int rows, I id0, I ih0, int tid,
+                             int nth) {
   if (p.vec4) {
-    tc_stage_pairs<4, I>(p, buf, xn, chunk, rows, id0, ih0);
+    tc_stage_pairs<4, I>(p, buf, xn, chunk, rows, id0, ih0, tid, nth);
     return;
   }
 #ifndef VOLUA_TC_NO_VW1
   if (p.wp <= 24) {
-    tc_stage_pairs<1, I>(p, buf, xn, chunk, rows, id0, ih0);
+    tc_stage_pairs<1, I>(p, buf, xn, chunk, rows, id0, ih0, tid, nth);
     return;
   }
 #endif
   const int td = (int)p.taps[0], nrows = p.ci_chunk * td * rows;
   const I D = (I)p.in[0], H = (I)p.in[1], W = (I)p.in[2], C = (I)p.C_in, dil0 = (I)p.idil[0];
   const I ipad2 = (I)(p.ipad[2] + p.cshift);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int lane = tid & 31, warp = tid >> 5, nwarps = nth >> 5;
   int r = warp;
   int cil = r / (td * rows), jd = (r - cil * td * rows) / rows, row = r - (cil * td + jd) * rows;
   for (; r < nrows; r += nwarps) {
@@ -199,8 +209,9 @@ TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int c
   }
 }
 
+// tid, nth: this thread's index among the nth threads that stage the patch (a block or a team).
 template <bool GR>
-TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk, int grp) {
+TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk, int grp, int tid, int nth) {
   int64_t n, qd, p0;
   tc_decode(p, T, n, qd, p0);
   const int64_t Q2 = p.Q[2];
@@ -210,9 +221,9 @@ TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk,
   const int64_t ih0 = qh0 * p.istride[1] - p.ipad[1], id0 = qd * p.istride[0] - p.ipad[0];
   const float *xn = p.x + (GR ? n * p.groups + grp : n) * p.C_in * p.in[0] * p.in[1] * p.in[2];
   if (p.x32 && id0 > -(1 << 30) && id0 < (1 << 30) && ih0 > -(1 << 30) && ih0 < (1 << 30))
-    tc_stage_rows<int>(p, buf, xn, chunk, rows, (int)id0, (int)ih0);
+    tc_stage_rows<int>(p, buf, xn, chunk, rows, (int)id0, (int)ih0, tid, nth);
   else
-    tc_stage_rows<int64_t>(p, buf, xn, chunk, rows, id0, ih0);
+    tc_stage_rows<int64_t>(p, buf, xn, chunk, rows, id0, ih0, tid, nth);
 }
 
 TC_DEVICE void tc_stage_weights(int w_floats, float *wbuf, const float *src) {
@@ -284,22 +295,41 @@ TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&r
 // barriers and epilogue). NSUB 2: the sub-GEMMs of Params (EPI_STORE only): a block's items are
 // (tile, sub-GEMM, chunk), each with its own patch stage (the same patch for both sub-GEMMs).
 // Shared memory: NSUB K tables, the weights (each sub-GEMM's once where there is one chunk, else two
-// buffers that alternate by item), two patch buffers, EPI_STATS sums. GR: groups > 1 (a separate
+// buffers that alternate by item), two patch buffers (TEAMS 2: tbufs per team), EPI_STATS sums.
+// TEAMS 2 (TC_TEAMABLE kernels, plans with short K): see "Teams" below. GR: groups > 1 (a separate
 // instantiation: the group arithmetic, folded away where there are none, cost the plain kernels
 // 1.5 to 3.5 % on the H200).
-template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false>
+template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1>
 TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 && WN <= 4)) ? 2 : 1)
     tc_conv_kernel(const Params p) {
   TC_SMEM_DECL(smem);
-  constexpr int BN = WN * 8, BM = TC_WARPS * WM * 16;
+  constexpr int BN = WN * 8;
+  constexpr int BM = TC_WARPS / TEAMS * WM * 16; // a tile's positions
   int *kot = reinterpret_cast<int *>(smem);
   const bool wonce = p.nchunks == 1; // weights staged once per block
   float *wb0 = reinterpret_cast<float *>(smem + NSUB * p.kofs_bytes);
   float *wb1 = wb0 + p.w_floats; // the second weight buffer (chunks), or sub-GEMM 1's weights
   float *pb0 = wb0 + (wonce ? NSUB : 2) * p.w_floats;
-  float *pb1 = pb0 + p.buf_floats;
-  double *red = reinterpret_cast<double *>(pb1 + p.buf_floats); // EPI_STATS: TC_WARPS x BN x 2
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  // Teams (TEAMS 2, weights staged once): the warps split into two teams that each run their
+  // own tiles with their own patch buffers and barriers, so that one team's staging, barriers and
+  // epilogue overlap the other's mma; with p.order the teams take turns at the mma loop. A team has
+  // two patch buffers (the next item loads during this one's mma), or where shared memory is short
+  // one (p.tbufs 1: the next item loads during this one's epilogue and the other team's mma).
+  constexpr int teams = TEAMS, twarps = TC_WARPS / teams, tthreads = twarps * 32;
+  const bool order = teams > 1 && p.order;
+  const int team = teams > 1 ? warp / twarps : 0, ttid = tid - team * tthreads, twarp = warp - team * twarps;
+  const int nbuf = teams > 1 ? p.tbufs : 2;
+  // a team's barrier (one team: __syncthreads), and the stagers of its patches (one team: the block)
+  auto tsync = [&]() {
+    if (teams == 1) TC_SYNC();
+    else tc_bar_sync(1 + team, tthreads);
+  };
+  // (read where used: a value held through the loop costs a register the statistics kernels lack)
+  auto stid = [&]() { return teams == 1 ? (int)threadIdx.x : ttid; };
+  auto snth = [&]() { return teams == 1 ? (int)blockDim.x : tthreads; };
+  float *pb = pb0 + team * nbuf * p.buf_floats;                                // this team's patch buffers
+  double *red = reinterpret_cast<double *>(pb0 + teams * nbuf * p.buf_floats); // EPI_STATS: TC_WARPS x BN x 2
 
   // -- tables: K offsets into the patch (the padded tail of K reads the zero region) ----
   if (NSUB == 1) {
@@ -332,7 +362,9 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       }
     }
   }
-  for (int i = tid; i < p.zero_floats; i += blockDim.x) pb0[p.patch_floats + i] = pb1[p.patch_floats + i] = 0.0f;
+  for (int b = 0; b < teams * nbuf; b += 2) // the buffers two at a time (one team: the pair)
+    for (int i = tid; i < p.zero_floats; i += blockDim.x)
+      pb0[b * p.buf_floats + p.patch_floats + i] = pb0[(b + 1) * p.buf_floats + p.patch_floats + i] = 0.0f;
 
   // -- this block's tiles: a block keeps one (group, channel block) pair, so its weights ----
   int cb, grp;
@@ -340,27 +372,30 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   if (EPI == EPI_STATS) {
     cb = grp = 0;
     nst = blockIdx.y;
-    T0 = nst * p.tiles_per_n + blockIdx.x;
-    Tstep = gridDim.x;
+    T0 = nst * p.tiles_per_n + (int64_t)blockIdx.x * teams + team;
+    Tstep = (int64_t)gridDim.x * teams;
     Tend = (nst + 1) * p.tiles_per_n;
   } else if (!GR) {
     grp = 0;
     cb = (int)(blockIdx.x % p.co_blocks);
-    T0 = blockIdx.x / p.co_blocks;
-    Tstep = gridDim.x / p.co_blocks;
+    T0 = (int64_t)(blockIdx.x / p.co_blocks) * teams + team;
+    Tstep = (int64_t)(gridDim.x / p.co_blocks) * teams;
     Tend = p.ntiles;
   } else {
     const int cols = p.co_blocks * (int)p.groups; // (group, channel block) pairs, group-major
     const int cg = (int)(blockIdx.x % cols);
     grp = cg / p.co_blocks;
     cb = cg - grp * p.co_blocks;
-    T0 = blockIdx.x / cols;
-    Tstep = gridDim.x / cols;
+    T0 = (int64_t)(blockIdx.x / cols) * teams + team;
+    Tstep = (int64_t)(gridDim.x / cols) * teams;
     Tend = p.ntiles;
   }
-  const int64_t ntiles_mine = T0 < Tend ? (Tend - T0 + Tstep - 1) / Tstep : 0;
   const int per_tile = NSUB * p.nchunks; // items per tile
-  const int64_t nitems = ntiles_mine * per_tile;
+  auto items_from = [&](int64_t t0) -> int64_t { return t0 < Tend ? (Tend - t0 + Tstep - 1) / Tstep * per_tile : 0; };
+  const int64_t nitems = items_from(T0);
+  // team 0's items, at least team 1's: the block's weights are staged where it has any, and
+  // ordered teams both run that many turns (team 1 idles through a turn it has no item for)
+  const int64_t nitems0 = items_from(T0 - team), nloop = order ? nitems0 : nitems;
   const int64_t gcb = GR ? (int64_t)grp * p.co_blocks + cb : cb;
   // the weights of sub-GEMM sb, chunk c (each sub-GEMM's are laid out (group, channel block, chunk))
   const float *wsrc1 = p.wprep + gcb * p.nchunks * p.w_floats;
@@ -370,35 +405,47 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   };
   auto wfloats = [&](int sb) { return NSUB == 1 ? p.w_floats : p.sub_w_floats[sb]; };
 
-  if (nitems > 0) { // item 0: chunk 0 of the weights (all of them when nchunks == 1) and its patch
+  // item 0: chunk 0 of the weights (all of them when nchunks == 1: by the whole block) and its patch
+  if (nitems0 > 0) {
     if (wonce)
 #pragma unroll
       for (int sb = 0; sb < NSUB; sb++) tc_stage_weights(wfloats(sb), wb0 + sb * p.w_floats, wsrc(sb, 0));
     else
       tc_stage_weights(wfloats(0), wb0, wsrc(0, 0));
-    tc_stage_patch<GR>(p, pb0, T0, 0, grp);
+    if (teams == 1) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth());
   }
+  if (teams > 1 && nitems > 0) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth());
   tc_commit();
+  if (teams > 1) { // the weights, staged by both teams, before either reads them
+    tc_wait<0>();
+    TC_SYNC();
+  }
 
   float acc[WM][WN][4], corr[WM][WN][4];
   double dsum[WN][2], dsq[WN][2];
 #pragma unroll
   for (int j = 0; j < WN; j++) dsum[j][0] = dsum[j][1] = dsq[j][0] = dsq[j][1] = 0.0;
 
-  for (int64_t it = 0; it < nitems; it++) {
+  for (int64_t it = 0; it < nloop; it++) {
+    const bool have = it < nitems; // false only for an ordered team's idle turns
+    if (!have) { // take the turn, and pass it on
+      if (it > 0 || team == 1) tc_bar_sync(3 + team, 2 * tthreads);
+      if (!(team == 1 && it == nloop - 1)) tc_bar_arrive(3 + (team ^ 1), 2 * tthreads);
+      continue;
+    }
     const int c = (int)(it % p.nchunks), sb = NSUB == 1 ? 0 : (int)((it / p.nchunks) % NSUB);
     const int64_t T = T0 + (it / per_tile) * Tstep;
-    if (it + 1 < nitems) { // stage the next item into the other buffers
+    if (nbuf == 2 && it + 1 < nitems) { // stage the next item into the other buffers
       const int cn = (int)((it + 1) % p.nchunks), sbn = NSUB == 1 ? 0 : (int)(((it + 1) / p.nchunks) % NSUB);
       const int64_t Tn = T0 + ((it + 1) / per_tile) * Tstep;
       if (!wonce) tc_stage_weights(wfloats(sbn), ((it + 1) & 1) ? wb1 : wb0, wsrc(sbn, cn));
-      tc_stage_patch<GR>(p, ((it + 1) & 1) ? pb1 : pb0, Tn, cn, grp);
+      tc_stage_patch<GR>(p, ((it + 1) & 1) ? pb + p.buf_floats : pb, Tn, cn, grp, stid(), snth());
       tc_commit();
       tc_wait<1>();
     } else {
       tc_wait<0>();
     }
-    TC_SYNC();
+    tsync();
 
     if (c == 0) {
 #pragma unroll
@@ -423,23 +470,32 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     for (int i = 0; i < WM; i++)
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        const int off = warp * WM * 16 + i * 16 + g + 8 * h;
+        const int off = twarp * WM * 16 + i * 16 + g + 8 * h;
         live[i][h] = off <= nlast;
         const unsigned rel = (unsigned)(qw0 + (off <= nlast ? off : nlast)); // past the plane: computed, never stored
         dq[i][h] = (int)(rel / uQ2);
         qw[i][h] = (int)(rel - (unsigned)dq[i][h] * uQ2);
       }
-    const int buf_off = (it & 1) ? p.buf_floats : 0;
+    const int buf_off = nbuf == 2 && (it & 1) ? p.buf_floats : 0;
     int ro[WM][2];
 #pragma unroll
     for (int i = 0; i < WM; i++)
 #pragma unroll
       for (int h = 0; h < 2; h++)
         ro[i][h] = (buf_off + dq[i][h] * (int)p.istride[1] * p.pitch_w + qw[i][h] * (int)p.istride[2] + p.cshift) * 4;
-    tc_compute<WM, WN, SPLIT>(NSUB == 1 ? p.ksteps : p.sub_ksteps[sb], reinterpret_cast<const char *>(pb0), ro,
+    if (order && (it > 0 || team == 1)) tc_bar_sync(3 + team, 2 * tthreads); // this team's turn
+    tc_compute<WM, WN, SPLIT>(NSUB == 1 ? p.ksteps : p.sub_ksteps[sb], reinterpret_cast<const char *>(pb), ro,
                               NSUB == 1 ? ((p.nchunks > 1 && (it & 1)) ? wb1 : wb0)
                                         : wonce ? wb0 + sb * p.w_floats : (it & 1) ? wb1 : wb0,
                               reinterpret_cast<const int2 *>(kot + sb * (p.kofs_bytes / 4)), acc, corr);
+    if (order && !(team == 1 && it == nloop - 1)) tc_bar_arrive(3 + (team ^ 1), 2 * tthreads); // the other's
+    if (nbuf == 1) { // the team's one buffer is read: the next item loads during this epilogue
+      tsync();
+      if (it + 1 < nitems) {
+        tc_stage_patch<GR>(p, pb, T0 + ((it + 1) / per_tile) * Tstep, (int)((it + 1) % p.nchunks), grp, stid(), snth());
+        tc_commit();
+      }
+    }
     if (NSUB > 1) { // this sub-GEMM's columns
 #pragma unroll
       for (int i = 0; i < WM; i++)
@@ -465,7 +521,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
           for (int i = 0; i < WM; i++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-              const int off = warp * WM * 16 + i * 16 + g + 8 * h;
+              const int off = twarp * WM * 16 + i * 16 + g + 8 * h;
               float v = acc[i][j][2 * h + e];
               if (SPLIT) v += corr[i][j][2 * h + e];
               if (live[i][h]) yt[(j * 8 + e) * ovol + off] = v + bv;
@@ -540,7 +596,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
         // per channel made the kernel overflow the instruction cache).
 #pragma unroll 1
         for (int ih = 0; ih < 2 * WM; ih++) {
-          const int off = warp * WM * 16 + (ih >> 1) * 16 + g + 8 * (ih & 1);
+          const int off = twarp * WM * 16 + (ih >> 1) * 16 + g + 8 * (ih & 1);
           if (off > nlast) continue;
           const unsigned rel = (unsigned)(qw0 + off);
           const int dqv = (int)(rel / uQ2), qwv = (int)(rel - (unsigned)dqv * uQ2);
@@ -600,7 +656,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
             }
         }
     }
-    TC_SYNC(); // the next iteration stages item it + 2 into the buffers this item read
+    if (nbuf == 2) tsync(); // the next iteration stages item it + 2 into the buffers this item read
   }
 
   if (EPI == EPI_STATS) { // -- per-channel sums of this block, in a fixed order ----
@@ -705,14 +761,21 @@ static inline int64_t tc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Fills the plan fields of p for BN = 8*WN channels per block, or returns 0 when the geometry does
 // not fit shared memory or 32-bit shared offsets. Prefers the whole of C_in in one chunk (weights
 // staged once per block), else the fewest chunks that fit.
-static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env, int WM = 2) {
+// teams 2: two teams of TC_WARPS / 2 warps, each with tiles of half as many positions and tbufs
+// patch buffers of its own (2, or 1); only where the weights fit whole (staged once for both teams).
+static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env, int WM = 2, int teams = 1,
+                          int tbufs = 2) {
   if (p.groups < 1 || (epi == EPI_STATS && p.groups != 1)) return 0;
   if (p.nsub < 1) p.nsub = 1;
   if (p.nsub > 2 || (p.nsub > 1 && epi != EPI_STORE)) return 0;
   if (epi == EPI_PHASES ? p.nph < 2 || p.phs1 < 1 || p.phs2 < 1 : p.nph > 1) return 0;
   if (p.nph < 1) p.nph = 1;
+  if ((teams != 1 && teams != 2) || (tbufs != 2 && (teams == 1 || tbufs != 1))) return 0;
+  p.teams = teams;
+  p.tbufs = tbufs;
+  p.order = 0;
   p.WM = WM;
-  p.BM = TC_WARPS * WM * 16;
+  p.BM = TC_WARPS / teams * WM * 16;
   p.BN = WN * 8;
   p.E = split ? 4 : 2;
   for (int d = 0; d < 3; d++)
@@ -766,7 +829,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
     const char *cap = getenv("VOLUA_TC_SMEM_CAP");
     if (cap && atoll(cap) > 0 && atoll(cap) < smem_cap) smem_cap = atoll(cap);
   }
-  for (int64_t nch = 1; nch <= p.C_in; nch++) {
+  for (int64_t nch = 1; nch <= (teams > 1 ? 1 : p.C_in); nch++) {
     const int64_t cc = tc_cdiv(p.C_in, nch);
     if (nch > 1 && cc == tc_cdiv(p.C_in, nch - 1)) continue; // same chunk size: no gain
     int64_t ksteps = 0, ksum = 0, ks[2];
@@ -778,7 +841,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
     const int64_t w_floats = ksteps * WN * 32 * p.E; // the largest sub-GEMM's
     const int64_t patch = cc * pitch_c, buf = (patch + p.zero_floats + 3) / 4 * 4;
     const int64_t kofs_bytes = (ksteps * 8 * 4 + 15) / 16 * 16;
-    const int64_t smem = p.nsub * kofs_bytes + (nch > 1 ? 2 : p.nsub) * w_floats * 4 + 2 * buf * 4 + p.stats_bytes;
+    const int64_t smem = p.nsub * kofs_bytes + (nch > 1 ? 2 : p.nsub) * w_floats * 4 + teams * tbufs * buf * 4 + p.stats_bytes;
     if (ksteps > lim || patch > lim || smem > smem_cap) continue;
     const int64_t chunks = tc_cdiv(p.C_in, cc), score = chunks * (ksum + p.nsub);
     if (best_score >= 0 && (p.nchunks == 1 || score >= best_score)) continue;
@@ -869,11 +932,12 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   char line[512];
   snprintf(line, sizeof line,
           "volua tc: %s %s BM %d BN %d %s, Q (%lld, %lld, %lld) taps (%lld, %lld, %lld), C_in %lld in %d chunk(s) of "
-          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld\n",
+          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld, %d team(s)%s%s\n",
           op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : epi == EPI_PHASES ? "phases" : "store", p.BM, p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
           (long long)p.Q[0], (long long)p.Q[1], (long long)p.Q[2], (long long)p.taps[0], (long long)p.taps[1],
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
-          (long long)grid_x, (long long)grid_y);
+          (long long)grid_x, (long long)grid_y, p.teams, p.order ? " in turns" : "",
+          p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "");
   if (p.nsub == 2) { // the two sub-GEMMs' taps along W, before the line's end
     const size_t len = strlen(line);
     if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", 2 sub-GEMMs (W taps %lld, %lld)\n",
@@ -884,9 +948,15 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   fputs(line, stderr);
 }
 
-template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false>
+static inline int tc_no_variant(const Params &p, const char *op, char *err) {
+  if (err) snprintf(err, VOLUA_ERR_MAX, "%s: no tensor-core variant for %d channels per block and %d team(s)", op, p.BN, p.teams);
+  return 1;
+}
+
+template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1>
 static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const char *op, char *err) {
-  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR>;
+  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR, TEAMS>;
+  if (p.teams != TEAMS) return tc_no_variant(p, op, err);
   // The shared-memory limit and the occupancy query cost host time inside a timed call: done once
   // per kernel and size (one thread calls ops: the statics need no lock).
   static size_t smem_set = 0, nb_smem = 0;
@@ -926,10 +996,6 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
 
 // Dispatch on (positions per block, channels per block, math). Store and statistics launches are
 // separate functions, so that a .cu instantiates only the kernels it launches.
-static inline int tc_no_variant(const Params &p, const char *op, char *err) {
-  if (err) snprintf(err, VOLUA_ERR_MAX, "%s: no tensor-core variant for %d channels per block", op, p.BN);
-  return 1;
-}
 
 // Store epilogues come in 32 and 64 channels per block (WN 4, 8), the statistics epilogue in 8 to
 // 32 (WN 1 to 4: all of C_out in one block); each helper instantiates only those.
@@ -937,6 +1003,12 @@ static inline int tc_no_variant(const Params &p, const char *op, char *err) {
 // often few, and each variant is a kernel to compile.
 template <int WM, bool SPLIT, int EPI, class P, int NSUB = 1>
 static inline int tc_launch_store_wn(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  if constexpr (TC_TEAMABLE(EPI, SPLIT, WM, NSUB, 1))
+    if (p.teams == 2 && p.groups == 1) switch (p.BN / 8) {
+      case 4: return tc_launch_main<WM, 4, SPLIT, EPI, NSUB, false, 2>(p, env, s, op, err);
+      case 8: return tc_launch_main<WM, 8, SPLIT, EPI, NSUB, false, 2>(p, env, s, op, err);
+      default: return tc_no_variant(p, op, err);
+      }
   if (p.groups > 1)
     return p.BN == 32 ? tc_launch_main<WM, 4, SPLIT, EPI, NSUB, true>(p, env, s, op, err) : tc_no_variant(p, op, err);
   switch (p.BN / 8) {
@@ -1017,21 +1089,43 @@ static inline int tc_plan_store_wm(Params &p, bool split, int epi, const Env &en
   return 0;
 }
 
+// Two teams that take turns at the mma loop where K is short (at most TC_TEAMS_KSTEPS k-steps: a
+// tile's mma is then short beside its staging and epilogue), the kernel has a two-team variant
+// (TC_TEAMABLE), the weights fit whole and the teams' patch buffers (two each, else one) fit beside
+// them. VOLUA_TC_TEAMS=1|2|2o forces one team, two, or two in turns (wherever they fit);
+// VOLUA_TC_TBUFS=1 one patch buffer per team.
+#define TC_TEAMS_KSTEPS 16
+static inline int tc_plan_teams(Params &p, bool split, int epi, const Env &env) {
+  const char *v = getenv("VOLUA_TC_TEAMS"), *nb = getenv("VOLUA_TC_TBUFS");
+  const int teams = v ? (atoi(v) == 2 ? 2 : 1) : p.ksteps <= TC_TEAMS_KSTEPS ? 2 : 1;
+  const int order = v ? strchr(v, 'o') != NULL : 1;
+  if (teams == 1 || p.nchunks != 1 || !TC_TEAMABLE(epi, split, p.WM, p.nsub, p.groups)) return 1;
+  for (int bufs = nb && atoi(nb) == 1 ? 1 : 2; bufs >= 1; bufs--) {
+    Params a = p;
+    if (tc_plan(a, p.BN / 8, split, epi, env, p.WM, teams, bufs)) {
+      a.order = order;
+      p = a;
+      return 1;
+    }
+  }
+  return 1;
+}
+
 static inline int tc_plan_store(Params &p, bool split, int epi, const Env &env) {
   const char *force = getenv("VOLUA_TC_WM");
   const int want = force ? atoi(force) : 0;
-  if (split || want == 2) return tc_plan_store_wm(p, split, epi, env, 2);
-  if (want == 4) return tc_plan_store_wm(p, split, epi, env, 4);
+  if (split || want == 2) return tc_plan_store_wm(p, split, epi, env, 2) && tc_plan_teams(p, split, epi, env);
+  if (want == 4) return tc_plan_store_wm(p, split, epi, env, 4) && tc_plan_teams(p, split, epi, env);
   Params a = p, b = p;
   const int ok4 = tc_plan_store_wm(a, split, epi, env, 4), ok2 = tc_plan_store_wm(b, split, epi, env, 2);
   // WM 4 unless it needs more chunks or pads the planes' last tiles with noticeably more rows
   if (ok4 && (!ok2 || (a.nchunks <= b.nchunks && a.tiles_per_plane * a.BM * 8 <= b.tiles_per_plane * b.BM * 9))) {
     p = a;
-    return 1;
+    return tc_plan_teams(p, split, epi, env);
   }
   if (ok2) {
     p = b;
-    return 1;
+    return tc_plan_teams(p, split, epi, env);
   }
   return 0;
 }
@@ -1049,9 +1143,9 @@ static inline int tc_plan_stats(Params &p, bool split, const Env &env) {
   const int ok4 = !split && want != 2 && tc_plan(a, wn, split, EPI_STATS, env, 4);
   if (ok4 && (!ok2 || want == 4 || a.tiles_per_plane * a.BM * 8 <= p.tiles_per_plane * p.BM * 9)) {
     p = a;
-    return 1;
+    return tc_plan_teams(p, split, EPI_STATS, env);
   }
-  return ok2;
+  return ok2 && tc_plan_teams(p, split, EPI_STATS, env);
 }
 
 static inline int tc_fast_disabled(void) {

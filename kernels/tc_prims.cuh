@@ -65,6 +65,11 @@ template <int N> TC_DEVICE void tc_wait() { asm volatile("cp.async.wait_group %0
 
 TC_DEVICE double tc_shfl_xor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 
+// Named barriers (ids 1..15; 0 is __syncthreads): `count` threads, whole warps, take part.
+// tc_bar_sync waits for the phase to complete; tc_bar_arrive counts towards it without waiting.
+TC_DEVICE void tc_bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory"); }
+TC_DEVICE void tc_bar_arrive(int id, int count) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory"); }
+
 static inline cudaError_t tc_memset_async(void *p, int v, size_t n, tc_stream s) { return cudaMemsetAsync(p, v, n, s); }
 
 #else
@@ -74,6 +79,7 @@ static inline cudaError_t tc_memset_async(void *p, int v, size_t n, tc_stream s)
 #include <barrier>
 #include <cmath>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -92,10 +98,20 @@ struct tc_emu_warp {
   std::barrier<> *bar;
 };
 
+// A block's named barriers, made at their first use with that use's count.
+struct tc_emu_named {
+  std::mutex m;
+  std::barrier<> *bar[16] = {};
+  ~tc_emu_named() {
+    for (auto *b : bar) delete b;
+  }
+};
+
 struct tc_emu_thread {
   tc_dim3 tid, bid, bdim, gdim;
   unsigned char *smem;
   std::barrier<> *block_bar;
+  tc_emu_named *named;
   tc_emu_warp *warp;
 };
 extern thread_local tc_emu_thread tc_emu;
@@ -187,6 +203,15 @@ static inline double tc_shfl_xor(double v, int mask) {
   return r;
 }
 
+static inline std::barrier<> *tc_emu_bar(int id, int count) {
+  tc_emu_named *nb = tc_emu.named;
+  std::lock_guard<std::mutex> lock(nb->m);
+  if (!nb->bar[id]) nb->bar[id] = new std::barrier<>((std::ptrdiff_t)count);
+  return nb->bar[id];
+}
+static inline void tc_bar_sync(int id, int count) { tc_emu_bar(id, count)->arrive_and_wait(); }
+static inline void tc_bar_arrive(int id, int count) { (void)tc_emu_bar(id, count)->arrive(); }
+
 static inline int tc_memset_async(void *p, int v, size_t n, tc_stream) {
   memset(p, v, n);
   return 0;
@@ -202,6 +227,7 @@ static void tc_emu_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, siz
       // fresh shared memory per block, poisoned so that a read of unwritten memory shows
       memset(mem.data(), 0xff, mem.size());
       std::barrier<> block_bar((std::ptrdiff_t)nthreads);
+      tc_emu_named named;
       const unsigned nwarps = (nthreads + 31) / 32;
       std::vector<tc_emu_warp> warps(nwarps);
       std::vector<std::barrier<> *> wbars;
@@ -218,6 +244,7 @@ static void tc_emu_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, siz
           tc_emu.gdim = grid;
           tc_emu.smem = mem.data();
           tc_emu.block_bar = &block_bar;
+          tc_emu.named = &named;
           tc_emu.warp = &warps[t / 32];
           kernel(args...);
         });

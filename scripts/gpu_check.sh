@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# gpu_check.sh [all | specs | memcheck | racecheck | initcheck]: the whole GPU check, run on the
+# gpu_check.sh [all | specs | memcheck | racecheck | initcheck | synccheck]: the whole GPU check, run on the
 # device machine from the repository root with the carried build/bin/volua and .busted-bundle
 # (see ../shared/device/README.md):
 #   the GPU's line from nvidia-smi; every spec with VOLUA_TEST_DEVICE=cuda and new GPU tensors
 #   poisoned with NaN (VOLUA_POISON=1); the golden cases again at math "tf32"; then the specs under
-#   compute-sanitizer memcheck, racecheck and initcheck (without poisoning: a memset would hide
-#   unwritten memory from initcheck), each with its summary.
+#   compute-sanitizer memcheck, racecheck, initcheck (without poisoning: a memset would hide
+#   unwritten memory from initcheck) and synccheck (barrier use), each with its summary.
 # Prints "N passed, N failed, N skipped" per run and exits non-zero on any failure or sanitizer error.
 # Environment: VOLUA_SEED (reproduce the random specs), VOLUA_TEST_LARGE=1 (the > 2^31-element
 # specs, first run only), SPECS (spec files or dirs, default spec), VOLUA_SANITIZER_TRIALS (random
@@ -13,8 +13,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
-case "$what" in all | specs | memcheck | racecheck | initcheck) ;;
-  *) echo "usage: scripts/gpu_check.sh [all|specs|memcheck|racecheck|initcheck]" >&2; exit 2 ;;
+case "$what" in all | specs | memcheck | racecheck | initcheck | synccheck) ;;
+  *) echo "usage: scripts/gpu_check.sh [all|specs|memcheck|racecheck|initcheck|synccheck]" >&2; exit 2 ;;
 esac
 
 VOLUA=${VOLUA:-build/bin/volua}
@@ -88,7 +88,7 @@ if [ "$what" = all ] || [ "$what" = specs ]; then
   echo "== Ctrl-C during a long GPU op in the REPL"
   python3 scripts/interrupt_check.py "$VOLUA" cuda || status=1
 fi
-for tool in memcheck racecheck initcheck; do
+for tool in memcheck racecheck initcheck synccheck; do
   if [ "$what" = all ] || [ "$what" = "$tool" ]; then sanitized "$tool"; fi
 done
 

@@ -141,6 +141,9 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 2, cin = 3, cout = 64, size = {9, 17, 19}, k = {3, 5, 7}},       -- L1-60-like, odd sizes
         {n = 1, cin = 3, cout = 64, size = {5, 9, 70}, k = {3, 5, 7}},        -- rows of 64 outputs
         {n = 1, cin = 3, cout = 64, size = {3, 6, 128}, k = {3, 5, 7}},       -- L1-66-like rows (two 32-channel blocks in fp32)
+        -- L1-54-like: K of 11 k-steps, so two teams of warps in math "tf32" (384 tiles: some blocks
+        -- have a tile for one team only, some none)
+        {n = 2, cin = 3, cout = 64, size = {34, 40, 40}, k = 3},
         {n = 2, cin = 3, cout = 24, size = {6, 9, 11}, k = 3, bias = true},   -- 32 channels per block
         {n = 1, cin = 40, cout = 16, size = {4, 5, 6}, k = 3, padding = 1},   -- input channels in chunks
         {n = 1, cin = 4, cout = 130, size = {4, 5, 6}, k = 3, padding = 1, bias = true}, -- 3 channel blocks
