@@ -320,6 +320,10 @@ int main(int argc, char **argv) {
     { // the benchmark shapes, reduced
       const int64_t in[3] = {5, 9, 70}, k[3] = {3, 5, 7}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
       run_conv3d(1, 3, 64, in, k, s, p, d, false, m); // L1-60/66-like: 64 channels, OW 64
+      // planes of 512 positions: whole tiles (the conv3d epilogue without position checks) in both
+      // maths, and K of 4 k-steps (two teams in math "tf32")
+      const int64_t in2[3] = {3, 10, 66}, k2[3] = {1, 3, 3};
+      run_conv3d(1, 3, 64, in2, k2, s, p, d, true, m);
     }
     {
       const int64_t in[3] = {4, 5, 9}, k[3] = {3, 3, 3}, s[3] = {2, 2, 2}, p[3] = {1, 1, 1}, op[3] = {0, 0, 0}, d[3] = {2, 2, 2};

@@ -82,6 +82,7 @@ struct Params {
   int off32;                  // BN output volumes (and every output coordinate) fit in int
   int prow, wp, pitch_w, pitch_d, pitch_c, patch_floats, zero_floats, buf_floats, w_floats;
   int kofs_bytes, stats_bytes;
+  int dec32;               // fewer than 2^31 tiles and positions per plane: tc_decode and tc_qrow in 32 bits
   int teams, order, tbufs; // 1 or 2 teams of warps (2: each runs its own tiles), whether they take turns at the
                            // mma, and patch buffers per team (1 or 2; a single team has 2)
   size_t smem;
@@ -111,11 +112,26 @@ struct Params {
 TC_DEVICE float tc_float(uint32_t u) { return __uint_as_float(u); }
 
 // Tile T -> sample n, plane qd and first position p0 of the plane.
+// (p.dec32: unsigned 32-bit divisions. A 64-bit one is a subroutine of some 70 instructions, and
+// every thread decodes two tiles per item: ncu had 17 % of L1-60's tf32 samples in tile set-up.)
 TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, int64_t &p0) {
+  if (p.dec32) {
+    const unsigned t = (unsigned)T, tpp = (unsigned)p.tiles_per_plane, q0 = (unsigned)p.Q[0];
+    const unsigned r = t / tpp, nn = r / q0;
+    p0 = (int64_t)(t - r * tpp) * p.BM;
+    qd = r - nn * q0;
+    n = nn;
+    return;
+  }
   const int64_t pt = T % p.tiles_per_plane, r = T / p.tiles_per_plane;
   qd = r % p.Q[0];
   n = r / p.Q[0];
   p0 = pt * p.BM;
+}
+
+// The row (qh) of position v of a plane (0 <= v < plane).
+TC_DEVICE int64_t tc_qrow(const Params &p, int64_t v) {
+  return p.dec32 ? (int64_t)((unsigned)v / (unsigned)p.Q[2]) : v / p.Q[2];
 }
 
 // The input patch tile T reads for channel chunk `chunk`: per channel, taps[0] planes of `rows`
@@ -214,9 +230,8 @@ template <bool GR>
 TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk, int grp, int tid, int nth) {
   int64_t n, qd, p0;
   tc_decode(p, T, n, qd, p0);
-  const int64_t Q2 = p.Q[2];
   const int64_t plast = (p0 + p.BM < p.plane ? p0 + p.BM : p.plane) - 1;
-  const int64_t qh0 = p0 / Q2, qh1 = plast / Q2;
+  const int64_t qh0 = tc_qrow(p, p0), qh1 = tc_qrow(p, plast);
   const int rows = (int)((qh1 - qh0) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1);
   const int64_t ih0 = qh0 * p.istride[1] - p.ipad[1], id0 = qd * p.istride[0] - p.ipad[0];
   const float *xn = p.x + (GR ? n * p.groups + grp : n) * p.C_in * p.in[0] * p.in[1] * p.in[2];
@@ -459,7 +474,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     tc_decode(p, T, n, qd, p0);
     const int64_t ng = GR ? n * p.groups + grp : n; // the (sample, group) slab of x and y
     const int64_t Q2 = p.Q[2];
-    const int64_t qh0 = p0 / Q2;
+    const int64_t qh0 = tc_qrow(p, p0);
     // positions of this thread relative to the tile's first row, in 32-bit arithmetic (tc_plan keeps
     // Q2 and the tile's rows far below 2^31): dq[i][h] rows below qh0, column qw[i][h]
     const int qw0 = (int)(p0 - qh0 * Q2), nlast = (int)((p0 + BM < p.plane ? BM : p.plane - p0) - 1);
@@ -506,27 +521,48 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
 
     if (EPI == EPI_STORE && c == p.nchunks - 1 && p.contig) {
       // -- epilogue of a plain convolution: position p0 + off of channel co is at
-      // y[((n * C_out + co) * OD + qd) * plane + p0 + off], so 32-bit offsets from one tile base ----
+      // y[((n * C_out + co) * OD + qd) * plane + p0 + off], so 32-bit offsets from one tile base.
+      // A tile wholly inside the plane (all but a plane's last) needs no per-position checks: from
+      // the thread's first position a channel's pointer is one multiple of the output volume, and
+      // its positions are at constant offsets (i * 16 + 8 * h), one FADD and one STG a value. (With
+      // the offsets computed per store, ncu had 17 % of L1-60's tf32 samples in this epilogue.) ----
       const int ovol = (int)(p.out[0] * p.plane);
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
       float *yt = p.y + ((ng * p.C_out + co0) * p.out[0] + qd) * p.plane + p0;
+      if (nlast == BM - 1) {
+        float *yw = yt + (twarp * WM * 16 + g);
 #pragma unroll
-      for (int j = 0; j < WN; j++)
+        for (int j = 0; j < WN; j++)
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-          if (co0 + j * 8 + e >= p.C_out) continue;
-          const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
+          for (int e = 0; e < 2; e++) {
+            if (co0 + j * 8 + e >= p.C_out) continue;
+            const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
+            float *yc = yw + (j * 8 + e) * ovol;
 #pragma unroll
-          for (int i = 0; i < WM; i++)
+            for (int i = 0; i < WM; i++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-              const int off = twarp * WM * 16 + i * 16 + g + 8 * h;
-              float v = acc[i][j][2 * h + e];
-              if (SPLIT) v += corr[i][j][2 * h + e];
-              if (live[i][h]) yt[(j * 8 + e) * ovol + off] = v + bv;
-            }
-        }
+              for (int h = 0; h < 2; h++)
+                yc[i * 16 + 8 * h] = (SPLIT ? acc[i][j][2 * h + e] + corr[i][j][2 * h + e] : acc[i][j][2 * h + e]) + bv;
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < WN; j++)
+#pragma unroll
+          for (int e = 0; e < 2; e++) {
+            if (co0 + j * 8 + e >= p.C_out) continue;
+            const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
+#pragma unroll
+            for (int i = 0; i < WM; i++)
+#pragma unroll
+              for (int h = 0; h < 2; h++) {
+                const int off = twarp * WM * 16 + i * 16 + g + 8 * h;
+                float v = acc[i][j][2 * h + e];
+                if (SPLIT) v += corr[i][j][2 * h + e];
+                if (live[i][h]) yt[(j * 8 + e) * ovol + off] = v + bv;
+              }
+          }
+      }
     } else if (EPI == EPI_PHASES && c == p.nchunks - 1) {
       // -- every phase of a transposed convolution: column co * nph + ph of position q is output
       // (q0 * ostep0 + c0, q1 * ostep1 + c1, q2 * ostep2 + c2) of channel co, where inside the
@@ -785,6 +821,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   p.tiles_per_plane = tc_cdiv(p.plane, p.BM);
   p.tiles_per_n = p.Q[0] * p.tiles_per_plane;
   p.ntiles = p.N * p.tiles_per_n;
+  p.dec32 = p.ntiles < INT32_MAX && p.plane < INT32_MAX;
   const int64_t nq = p.Q[1] < (p.BM - 1) / p.Q[2] + 2 ? p.Q[1] : (p.BM - 1) / p.Q[2] + 2;
   const int64_t prow = (nq - 1) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1;
   const int64_t wp0 = (p.Q[2] - 1) * p.istride[2] + (p.wspan > 0 ? p.wspan : (p.taps[2] - 1) * p.idil[2] + 1);
