@@ -50,10 +50,10 @@ enum { EPI_STORE = 0, EPI_WBOX = 1, EPI_STATS = 2, EPI_PHASES = 3 };
 #define TC_WARPS 8
 
 // The kernels that come in a two-team instantiation (Params::teams 2): the plain store epilogue in
-// math "tf32" with WM 4, one sub-GEMM, no groups (the plans that gain: small K, bench/NOTES.md).
-// The team arithmetic stays out of every other kernel: with it as run-time values, the one-team
-// kernels took 3 to 8 % longer (more registers, 33 more instructions in the k-loop).
-#define TC_TEAMABLE(epi, split, wm, nsub, groups) ((epi) == EPI_STORE && !(split) && (wm) == 4 && (nsub) == 1 && (groups) == 1)
+// math "tf32" with WM 4, no groups, one or two sub-GEMMs (the plans that gain: small K,
+// bench/NOTES.md). The team arithmetic stays out of every other kernel: with it as run-time values,
+// the one-team kernels took 3 to 8 % longer (more registers, 33 more instructions in the k-loop).
+#define TC_TEAMABLE(epi, split, wm, nsub, groups) ((epi) == EPI_STORE && !(split) && (wm) == 4 && (groups) == 1)
 
 // Where the weight of (co, ci, tap j) is: w[co*w_co + ci*w_ci + (k0*kdim1 + k1)*kdim2 + k2] with
 // k = kfirst + j*kstep per dim (conv3d: kfirst 0, kstep 1; a transposed phase walks its taps);
@@ -322,6 +322,10 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   constexpr int BM = TC_WARPS / TEAMS * WM * 16; // a tile's positions
   int *kot = reinterpret_cast<int *>(smem);
   const bool wonce = p.nchunks == 1; // weights staged once per block
+  // NSUB 2 with the weights whole: a tile's sub-GEMMs read one patch, staged once per tile (the
+  // patch slot of item it is then its tile; else the item itself)
+  const bool share = NSUB > 1 && wonce;
+  auto pslot = [&](int64_t i) -> int64_t { return share ? i / NSUB : i; };
   float *wb0 = reinterpret_cast<float *>(smem + NSUB * p.kofs_bytes);
   float *wb1 = wb0 + p.w_floats; // the second weight buffer (chunks), or sub-GEMM 1's weights
   float *pb0 = wb0 + (wonce ? NSUB : 2) * p.w_floats;
@@ -450,11 +454,11 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     }
     const int c = (int)(it % p.nchunks), sb = NSUB == 1 ? 0 : (int)((it / p.nchunks) % NSUB);
     const int64_t T = T0 + (it / per_tile) * Tstep;
-    if (nbuf == 2 && it + 1 < nitems) { // stage the next item into the other buffers
+    if (nbuf == 2 && it + 1 < nitems && pslot(it + 1) != pslot(it)) { // stage the next item into the other buffers
       const int cn = (int)((it + 1) % p.nchunks), sbn = NSUB == 1 ? 0 : (int)(((it + 1) / p.nchunks) % NSUB);
       const int64_t Tn = T0 + ((it + 1) / per_tile) * Tstep;
       if (!wonce) tc_stage_weights(wfloats(sbn), ((it + 1) & 1) ? wb1 : wb0, wsrc(sbn, cn));
-      tc_stage_patch<GR>(p, ((it + 1) & 1) ? pb + p.buf_floats : pb, Tn, cn, grp, stid(), snth());
+      tc_stage_patch<GR>(p, (pslot(it + 1) & 1) ? pb + p.buf_floats : pb, Tn, cn, grp, stid(), snth());
       tc_commit();
       tc_wait<1>();
     } else {
@@ -491,7 +495,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
         dq[i][h] = (int)(rel / uQ2);
         qw[i][h] = (int)(rel - (unsigned)dq[i][h] * uQ2);
       }
-    const int buf_off = nbuf == 2 && (it & 1) ? p.buf_floats : 0;
+    const int buf_off = nbuf == 2 && (pslot(it) & 1) ? p.buf_floats : 0;
     int ro[WM][2];
 #pragma unroll
     for (int i = 0; i < WM; i++)
@@ -506,7 +510,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     if (order && !(team == 1 && it == nloop - 1)) tc_bar_arrive(3 + (team ^ 1), 2 * tthreads); // the other's
     if (nbuf == 1) { // the team's one buffer is read: the next item loads during this epilogue
       tsync();
-      if (it + 1 < nitems) {
+      if (it + 1 < nitems && pslot(it + 1) != pslot(it)) {
         tc_stage_patch<GR>(p, pb, T0 + ((it + 1) / per_tile) * Tstep, (int)((it + 1) % p.nchunks), grp, stid(), snth());
         tc_commit();
       }
