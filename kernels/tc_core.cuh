@@ -1135,7 +1135,9 @@ static inline int tc_plan_store_wm(Params &p, bool split, int epi, const Env &en
 // (TC_TEAMABLE), the weights fit whole and the teams' patch buffers (two each, else one) fit beside
 // them. VOLUA_TC_TEAMS=1|2|2o forces one team, two, or two in turns (wherever they fit);
 // VOLUA_TC_TBUFS=1 one patch buffer per team.
-#define TC_TEAMS_KSTEPS 16
+// (H200, conv3d 64 channels k3, tf32: two teams 19 % faster at 11 k-steps, 7 % at 24, even at 27,
+// 13 % slower at 40; bench/NOTES.md)
+#define TC_TEAMS_KSTEPS 24
 static inline int tc_plan_teams(Params &p, bool split, int epi, const Env &env) {
   const char *v = getenv("VOLUA_TC_TEAMS"), *nb = getenv("VOLUA_TC_TBUFS");
   const int teams = v ? (atoi(v) == 2 ? 2 : 1) : p.ksteps <= TC_TEAMS_KSTEPS ? 2 : 1;
