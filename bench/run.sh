@@ -22,7 +22,10 @@ rm -rf "$DIR" && mkdir -p "$DIR" || exit 1
 export PYTHONUNBUFFERED=1
 
 {
-  echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') $(git rev-parse --short HEAD 2>/dev/null || echo '(no git)')"
+  # the git hash is the device copy's, which may lag the commit the carried binary was built from:
+  # the binary's own hash says which one ran
+  echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') $(git rev-parse --short HEAD 2>/dev/null || echo '(no git)')," \
+    "build/bin/volua sha256 $(sha256sum build/bin/volua 2>/dev/null | cut -c1-16)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit \
     --format=csv 2>&1
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())" 2>&1
