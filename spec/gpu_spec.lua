@@ -301,6 +301,9 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{1, 2, 12, 20, 24}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}}}, -- 4 slices spanning 10
       {{2, 2, 11, 20, 24}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1}}}, -- 5 slices: the loop
       {{2, 2, 5, 150, 150}, {kernel_size = 3, stride = 3}},
+      -- L1-43's plane, and a plane with every window parameter different along H
+      {{1, 3, 9, 128, 128}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
+      {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1}, dilation = {1, 2, 1}}},
       {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice: -inf
     }
     for i, c in ipairs(cases) do
