@@ -32,6 +32,11 @@ extern "C" void volua_cuda_free(void *p) { free(p); }
 
 static std::mt19937_64 rng(12345);
 static int64_t irand(int64_t lo, int64_t hi) { return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1)); }
+// Weights uniform in +-1/sqrt(K) (K: products per output), as PyTorch initialises convolutions
+// and as spec/fast_spec.lua draws them. Unscaled weights (+-1) at K ~ 1900 give outputs of ~15
+// whose TF32 rounding reaches the tf32 atol of 1e-2 near zero: one of the fixed cases failed or
+// passed by its data (the rng's position), not by the kernel.
+static float wbound(int64_t K) { return (float)(1.0 / sqrt((double)(K > 0 ? K : 1))); }
 static std::vector<float> randu(int64_t n, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v((size_t)n);
@@ -138,7 +143,8 @@ static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], c
            (long long)dl[1], (long long)dl[2], bias ? " bias" : "");
   if (g.out[0] <= 0 || g.out[1] <= 0 || g.out[2] <= 0) return;
   auto x = randu(N * Ci * in[0] * in[1] * in[2], -1, 1);
-  auto w = randu(Co * (Ci / groups) * k[0] * k[1] * k[2], -1, 1);
+  const float wb = wbound(Ci / groups * k[0] * k[1] * k[2]);
+  auto w = randu(Co * (Ci / groups) * k[0] * k[1] * k[2], -wb, wb);
   auto b = randu(Co, -1, 1);
   const int64_t ny = N * Co * g.out[0] * g.out[1] * g.out[2];
   std::vector<float> y((size_t)ny, NAN);
@@ -173,7 +179,8 @@ static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3]
            (long long)op[1], (long long)op[2], (long long)dl[0], (long long)dl[1], (long long)dl[2], bias ? " bias" : "");
   if (g.out[0] <= 0 || g.out[1] <= 0 || g.out[2] <= 0) return;
   auto x = randu(N * Ci * in[0] * in[1] * in[2], -1, 1);
-  auto w = randu(Ci * (Co / groups) * k[0] * k[1] * k[2], -1, 1);
+  const float wb = wbound(Ci / groups * k[0] * k[1] * k[2]);
+  auto w = randu(Ci * (Co / groups) * k[0] * k[1] * k[2], -wb, wb);
   auto b = randu(Co, -1, 1);
   const int64_t ny = N * Co * g.out[0] * g.out[1] * g.out[2];
   std::vector<float> y((size_t)ny, NAN);
@@ -333,6 +340,8 @@ int main(int argc, char **argv) {
       const int64_t in[3] = {6, 8, 9}, k[3] = {3, 3, 3}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
       run_gn_mean(3, 3, 24, 8, in, k, s, p, d, 0.0f, m); // L2-23-like
       run_gn_mean(2, 2, 12, 3, in, k, s, p, d, 50.0f, m); // a large mean
+      const int64_t in2[3] = {4, 32, 32}; // L2-23's 30 x 30 planes: whole tiles and a partial one
+      run_gn_mean(2, 3, 24, 8, in2, k, s, p, d, 0.0f, m);
     }
     { // variant and chunking paths: L1-66-like rows (64 channels in two blocks of 32), C_in in chunks,
       // two channel blocks of 64, a transposed conv with two live W phases (GEMMs + fill)

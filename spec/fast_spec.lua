@@ -235,6 +235,9 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       gn_case(mode, {n = 3, cin = 3, cout = 24, groups = 8, size = {6, 8, 9}, k = {3, 3, 3}, seed = SEED + 5000})
       gn_case(mode, {n = 2, cin = 2, cout = 12, groups = 3, size = {5, 7, 6}, k = {3, 3, 3}, offset = 50,
                      padding = 1, seed = SEED + 5100})
+      -- L2-23's 30 x 30 planes: tiles wholly inside a plane (the statistics without position checks)
+      -- and each plane's partial last tile
+      gn_case(mode, {n = 2, cin = 3, cout = 24, groups = 8, size = {4, 32, 32}, k = {3, 3, 3}, seed = SEED + 5200})
       for trial = 1, TRIALS do
         local r = generator(SEED * 41 + trial)
         local groups = r.int(1, 4)
