@@ -415,6 +415,15 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   // team 0's items, at least team 1's: the block's weights are staged where it has any, and
   // ordered teams both run that many turns (team 1 idles through a turn it has no item for)
   const int64_t nitems0 = items_from(T0 - team), nloop = order ? nitems0 : nitems;
+  // Turns (order): barrier 3 + k is team k's. A team waits for its turn (team 0's first is free),
+  // runs its mma loop, and passes the turn on (but for the last turn of all, team 1's, which no one
+  // would wait for).
+  auto take_turn = [&](int64_t it) {
+    if (it > 0 || team == 1) tc_bar_sync(3 + team, 2 * tthreads);
+  };
+  auto pass_turn = [&](int64_t it) {
+    if (!(team == 1 && it == nloop - 1)) tc_bar_arrive(3 + (team ^ 1), 2 * tthreads);
+  };
   const int64_t gcb = GR ? (int64_t)grp * p.co_blocks + cb : cb;
   // the weights of sub-GEMM sb, chunk c (each sub-GEMM's are laid out (group, channel block, chunk))
   const float *wsrc1 = p.wprep + gcb * p.nchunks * p.w_floats;
@@ -448,8 +457,8 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   for (int64_t it = 0; it < nloop; it++) {
     const bool have = it < nitems; // false only for an ordered team's idle turns
     if (!have) { // take the turn, and pass it on
-      if (it > 0 || team == 1) tc_bar_sync(3 + team, 2 * tthreads);
-      if (!(team == 1 && it == nloop - 1)) tc_bar_arrive(3 + (team ^ 1), 2 * tthreads);
+      take_turn(it);
+      pass_turn(it);
       continue;
     }
     const int c = (int)(it % p.nchunks), sb = NSUB == 1 ? 0 : (int)((it / p.nchunks) % NSUB);
@@ -502,12 +511,12 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
 #pragma unroll
       for (int h = 0; h < 2; h++)
         ro[i][h] = (buf_off + dq[i][h] * (int)p.istride[1] * p.pitch_w + qw[i][h] * (int)p.istride[2] + p.cshift) * 4;
-    if (order && (it > 0 || team == 1)) tc_bar_sync(3 + team, 2 * tthreads); // this team's turn
+    if (order) take_turn(it);
     tc_compute<WM, WN, SPLIT>(NSUB == 1 ? p.ksteps : p.sub_ksteps[sb], reinterpret_cast<const char *>(pb), ro,
                               NSUB == 1 ? ((p.nchunks > 1 && (it & 1)) ? wb1 : wb0)
                                         : wonce ? wb0 + sb * p.w_floats : (it & 1) ? wb1 : wb0,
                               reinterpret_cast<const int2 *>(kot + sb * (p.kofs_bytes / 4)), acc, corr);
-    if (order && !(team == 1 && it == nloop - 1)) tc_bar_arrive(3 + (team ^ 1), 2 * tthreads); // the other's
+    if (order) pass_turn(it);
     if (nbuf == 1) { // the team's one buffer is read: the next item loads during this epilogue
       tsync();
       if (it + 1 < nitems && pslot(it + 1) != pslot(it)) {
