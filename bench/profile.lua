@@ -9,6 +9,15 @@ local maths = arg and arg[2] or "fp32,tf32"
 local calls = tonumber(arg and arg[3]) or 3
 
 local function cu(t) return t:cuda() end
+-- a convolution problem: vol[op](x, w, bias of nb channels or none, args); input seed 1, weights
+-- seed 2, bias seed 3
+local function conv(op, xs, ws, nb, args)
+  return function()
+    local x, w = cu(vol.rand(xs, {seed = 1})), cu(vol.rand(ws, {seed = 2}))
+    local b = nb and cu(vol.rand({nb}, {seed = 3})) or nil
+    return function() return vol[op](x, w, b, args) end
+  end
+end
 local P = {
   ["L1-43"] = function()
     local x = cu(vol.rand({16, 32, 128, 128, 128}, {seed = 1}))
@@ -24,51 +33,21 @@ local P = {
     return function() return vol.max_pool3d(x, {kernel_size = 2, stride = 2}) end
   end,
   -- a transposed convolution with every phase live (bench.py's X-convT-k3s2)
-  ["convT-k3s2"] = function()
-    local x, w = cu(vol.rand({8, 32, 16, 32, 32}, {seed = 1})), cu(vol.rand({32, 16, 3, 3, 3}, {seed = 2}))
-    local b = cu(vol.rand({16}, {seed = 3}))
-    return function() return vol.conv_transpose3d(x, w, b, {stride = 2, padding = 1, output_padding = 1}) end
-  end,
+  ["convT-k3s2"] = conv("conv_transpose3d", {8, 32, 16, 32, 32}, {32, 16, 3, 3, 3}, 16,
+                        {stride = 2, padding = 1, output_padding = 1}),
   -- KernelBench L1-59 (W of 10: 4-byte staging; K of 27) and L1-73 as its file runs it (groups 1,
   -- every phase live), and L1-54
-  ["L1-59"] = function()
-    local x, w = cu(vol.rand({16, 3, 256, 256, 10}, {seed = 1})), cu(vol.rand({64, 3, 3, 3, 1}, {seed = 2}))
-    return function() return vol.conv3d(x, w, nil, {}) end
-  end,
-  ["L1-73"] = function()
-    local x, w = cu(vol.rand({4, 32, 32, 64, 128}, {seed = 1})), cu(vol.rand({32, 32, 3, 3, 3}, {seed = 2}))
-    return function() return vol.conv_transpose3d(x, w, nil, {stride = 2, padding = 1}) end
-  end,
+  ["L1-59"] = conv("conv3d", {16, 3, 256, 256, 10}, {64, 3, 3, 3, 1}, nil, {}),
+  ["L1-73"] = conv("conv_transpose3d", {4, 32, 32, 64, 128}, {32, 32, 3, 3, 3}, nil, {stride = 2, padding = 1}),
   -- stride-1 transposed convolutions with large K (bench.py's L1-61, L1-70), and X-conv-c32
-  ["L1-61"] = function()
-    local x, w = cu(vol.rand({8, 48, 64, 64, 64}, {seed = 1})), cu(vol.rand({48, 48, 3, 3, 3}, {seed = 2}))
-    return function() return vol.conv_transpose3d(x, w, nil, {}) end
-  end,
-  ["L1-70"] = function()
-    local x, w = cu(vol.rand({8, 48, 96, 96, 96}, {seed = 1})), cu(vol.rand({48, 24, 3, 3, 3}, {seed = 2}))
-    return function() return vol.conv_transpose3d(x, w, nil, {}) end
-  end,
-  ["conv-c32"] = function()
-    local x, w = cu(vol.rand({4, 32, 32, 64, 64}, {seed = 1})), cu(vol.rand({32, 32, 3, 3, 3}, {seed = 2}))
-    local b = cu(vol.rand({32}, {seed = 3}))
-    return function() return vol.conv3d(x, w, b, {padding = 1}) end
-  end,
-  ["L1-54"] = function()
-    local x, w = cu(vol.rand({16, 3, 64, 64, 64}, {seed = 1})), cu(vol.rand({64, 3, 3, 3, 3}, {seed = 2}))
-    return function() return vol.conv3d(x, w, nil, {}) end
-  end,
-  ["L1-77"] = function()
-    local x, w = cu(vol.rand({16, 32, 16, 32, 32}, {seed = 1})), cu(vol.rand({32, 64, 3, 3, 3}, {seed = 2}))
-    return function() return vol.conv_transpose3d(x, w, nil, {stride = 2, padding = 1, dilation = 2}) end
-  end,
-  ["L1-60"] = function()
-    local x, w = cu(vol.rand({16, 3, 64, 64, 64}, {seed = 1})), cu(vol.rand({64, 3, 3, 5, 7}, {seed = 2}))
-    return function() return vol.conv3d(x, w, nil, {}) end
-  end,
-  ["L1-66"] = function()
-    local x, w = cu(vol.rand({8, 3, 16, 128, 128}, {seed = 1})), cu(vol.rand({64, 3, 3, 5, 7}, {seed = 2}))
-    return function() return vol.conv3d(x, w, nil, {}) end
-  end,
+  ["L1-61"] = conv("conv_transpose3d", {8, 48, 64, 64, 64}, {48, 48, 3, 3, 3}, nil, {}),
+  ["L1-70"] = conv("conv_transpose3d", {8, 48, 96, 96, 96}, {48, 24, 3, 3, 3}, nil, {}),
+  ["conv-c32"] = conv("conv3d", {4, 32, 32, 64, 64}, {32, 32, 3, 3, 3}, 32, {padding = 1}),
+  ["L1-54"] = conv("conv3d", {16, 3, 64, 64, 64}, {64, 3, 3, 3, 3}, nil, {}),
+  ["L1-77"] = conv("conv_transpose3d", {16, 32, 16, 32, 32}, {32, 64, 3, 3, 3}, nil,
+                   {stride = 2, padding = 1, dilation = 2}),
+  ["L1-60"] = conv("conv3d", {16, 3, 64, 64, 64}, {64, 3, 3, 5, 7}, nil, {}),
+  ["L1-66"] = conv("conv3d", {8, 3, 16, 128, 128}, {64, 3, 3, 5, 7}, nil, {}),
   ["L2-23"] = function()
     local x, w = cu(vol.rand({128, 3, 24, 32, 32}, {seed = 1})), cu(vol.rand({24, 3, 3, 3, 3}, {seed = 2}))
     local b, gw, gb = cu(vol.rand({24}, {seed = 3})), cu(vol.rand({24}, {seed = 4})), cu(vol.rand({24}, {seed = 5}))
