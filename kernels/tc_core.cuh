@@ -65,6 +65,9 @@ struct WeightMap {
 };
 
 struct Params {
+  // p.tma: the input patches are TMA boxes of this map (tc_encode_tmap; the kernel's parameter is
+  // TC_GRID_CONST so that the copy engine reads the map where it is)
+  tc_tmap tmap;
   const float *x, *wprep, *bias;
   float *y;
   double *partials; // EPI_STATS: (N, parts, C_out, 2) sums of v and v*v
@@ -78,6 +81,7 @@ struct Params {
   int WM, BM, BN, E, ci_chunk, nchunks, ksteps, co_blocks, parts;
   int64_t plane, tiles_per_plane, tiles_per_n, ntiles;
   int vec4, cshift, x32; // tc_stage_patch: 16-byte copies, left shift, int offsets
+  int tma;                // the patch is one TMA box (prow rows always), completing on an mbarrier per buffer
   int contig;                 // EPI_STORE: a tile's outputs per channel are one run from its first position
   int off32;                  // BN output volumes (and every output coordinate) fit in int
   int prow, wp, pitch_w, pitch_d, pitch_c, patch_floats, zero_floats, buf_floats, w_floats;
@@ -226,9 +230,24 @@ TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int c
 }
 
 // tid, nth: this thread's index among the nth threads that stage the patch (a block or a team).
+// With p.tma the stagers' first thread has the copy engine move the patch as one box of the input
+// (channels of the chunk x taps[0] planes x prow rows x pitch_w columns: the patch's own layout;
+// rows, columns and channels outside the input arrive as zeros), completing on `bar`; the other
+// stagers do nothing. ncu of KernelBench L1-73 (tf32): the copy loop below ran 57 instructions per
+// 16 bytes, 31 % of the kernel's instructions.
 template <bool GR>
-TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk, int grp, int tid, int nth) {
+TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk, int grp, int tid, int nth,
+                              uint64_t *bar) {
   int64_t n, qd, p0;
+  if (p.tma) {
+    if (tid != 0) return;
+    tc_decode(p, T, n, qd, p0);
+    const int64_t qh0 = tc_qrow(p, p0);
+    tc_mbar_expect_tx(bar, (unsigned)p.patch_floats * 4u);
+    tc_tma_load5(buf, &p.tmap, -(int)(p.ipad[2] + p.cshift), (int)(qh0 * p.istride[1] - p.ipad[1]),
+                 (int)(qd * p.istride[0] - p.ipad[0]), chunk * p.ci_chunk, (int)(GR ? n * p.groups + grp : n), bar);
+    return;
+  }
   tc_decode(p, T, n, qd, p0);
   const int64_t plast = (p0 + p.BM < p.plane ? p0 + p.BM : p.plane) - 1;
   const int64_t qh0 = tc_qrow(p, p0), qh1 = tc_qrow(p, plast);
@@ -316,7 +335,7 @@ TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&r
 // 1.5 to 3.5 % on the H200).
 template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1>
 TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 && WN <= 4)) ? 2 : 1)
-    tc_conv_kernel(const Params p) {
+    tc_conv_kernel(TC_GRID_CONST Params p) {
   TC_SMEM_DECL(smem);
   constexpr int BN = WN * 8;
   constexpr int BM = TC_WARPS / TEAMS * WM * 16; // a tile's positions
@@ -349,6 +368,11 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   auto snth = [&]() { return teams == 1 ? (int)blockDim.x : tthreads; };
   float *pb = pb0 + team * nbuf * p.buf_floats;                                // this team's patch buffers
   double *red = reinterpret_cast<double *>(pb0 + teams * nbuf * p.buf_floats); // EPI_STATS: TC_WARPS x BN x 2
+  // p.tma: an mbarrier per patch buffer (team-major). A buffer's k-th staging completes its phase k:
+  // with two buffers per team the patch of slot s is in buffer s & 1, phase s >> 1; with one, phase s.
+  uint64_t *mbar = reinterpret_cast<uint64_t *>(reinterpret_cast<unsigned char *>(red) + p.stats_bytes);
+  auto sbar = [&](int64_t slot) { return mbar + team * nbuf + (nbuf == 2 ? (int)(slot & 1) : 0); };
+  auto sphase = [&](int64_t slot) { return (int)((nbuf == 2 ? slot >> 1 : slot) & 1); };
 
   // -- tables: K offsets into the patch (the padded tail of K reads the zero region) ----
   if (NSUB == 1) {
@@ -384,6 +408,13 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   for (int b = 0; b < teams * nbuf; b += 2) // the buffers two at a time (one team: the pair)
     for (int i = tid; i < p.zero_floats; i += blockDim.x)
       pb0[b * p.buf_floats + p.patch_floats + i] = pb0[(b + 1) * p.buf_floats + p.patch_floats + i] = 0.0f;
+  if (p.tma) {
+    if (tid == 0) {
+      for (int b = 0; b < teams * nbuf; b++) tc_mbar_init(mbar + b, 1);
+      tc_mbar_fence_init();
+    }
+    TC_SYNC();
+  }
 
   // -- this block's tiles: a block keeps one (group, channel block) pair, so its weights ----
   int cb, grp;
@@ -440,9 +471,9 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       for (int sb = 0; sb < NSUB; sb++) tc_stage_weights(wfloats(sb), wb0 + sb * p.w_floats, wsrc(sb, 0));
     else
       tc_stage_weights(wfloats(0), wb0, wsrc(0, 0));
-    if (teams == 1) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth());
+    if (teams == 1) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth(), sbar(0));
   }
-  if (teams > 1 && nitems > 0) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth());
+  if (teams > 1 && nitems > 0) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth(), sbar(0));
   tc_commit();
   if (teams > 1) { // the weights, staged by both teams, before either reads them
     tc_wait<0>();
@@ -467,12 +498,14 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       const int cn = (int)((it + 1) % p.nchunks), sbn = NSUB == 1 ? 0 : (int)(((it + 1) / p.nchunks) % NSUB);
       const int64_t Tn = T0 + ((it + 1) / per_tile) * Tstep;
       if (!wonce) tc_stage_weights(wfloats(sbn), ((it + 1) & 1) ? wb1 : wb0, wsrc(sbn, cn));
-      tc_stage_patch<GR>(p, (pslot(it + 1) & 1) ? pb + p.buf_floats : pb, Tn, cn, grp, stid(), snth());
+      tc_stage_patch<GR>(p, (pslot(it + 1) & 1) ? pb + p.buf_floats : pb, Tn, cn, grp, stid(), snth(),
+                         sbar(pslot(it + 1)));
       tc_commit();
       tc_wait<1>();
     } else {
       tc_wait<0>();
     }
+    if (p.tma) tc_mbar_wait(sbar(pslot(it)), sphase(pslot(it))); // (again for a shared patch: returns at once)
     tsync();
 
     if (c == 0) {
@@ -520,7 +553,8 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     if (nbuf == 1) { // the team's one buffer is read: the next item loads during this epilogue
       tsync();
       if (it + 1 < nitems && pslot(it + 1) != pslot(it)) {
-        tc_stage_patch<GR>(p, pb, T0 + ((it + 1) / per_tile) * Tstep, (int)((it + 1) % p.nchunks), grp, stid(), snth());
+        tc_stage_patch<GR>(p, pb, T0 + ((it + 1) / per_tile) * Tstep, (int)((it + 1) % p.nchunks), grp, stid(), snth(),
+                           sbar(pslot(it + 1)));
         tc_commit();
       }
     }
@@ -885,6 +919,18 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
     tvs[sb] = p.taps[0] * p.taps[1] * tw;
     if (tw <= 0 || tvs[sb] > lim) return 0;
   }
+  // TMA patches (p.tma; VOLUA_TC_TMA=0 turns them off, for measuring): the box is the patch's own
+  // layout, so its columns (pitch), rows (prow), planes and channels must each be at most 256, the
+  // dilation along D at most 8 (the box's element stride there), and every coordinate an int. The
+  // buffers then start at multiples of 128 bytes. (The channel count is checked per chunk below.)
+  {
+    const char *te = getenv("VOLUA_TC_TMA");
+    const int64_t span0 = (p.taps[0] - 1) * p.idil[0] + 1;
+    p.tma = p.vec4 && !(te && strcmp(te, "0") == 0) && pitch <= 256 && prow <= 256 && span0 <= 256 && p.idil[0] <= 8;
+    for (int d = 0; d < 3; d++)
+      p.tma = p.tma && p.in[d] < INT32_MAX / 2 && p.Q[d] * p.istride[d] + p.ipad[d] < INT32_MAX / 2 && p.ipad[d] < INT32_MAX / 2;
+    p.tma = p.tma && p.N * p.groups < INT32_MAX && p.C_in < INT32_MAX / 2;
+  }
   p.prow = (int)prow;
   p.wp = (int)wp;
   p.pitch_w = (int)pitch;
@@ -911,9 +957,12 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
       if (ks[sb] > ksteps) ksteps = ks[sb];
     }
     const int64_t w_floats = ksteps * WN * 32 * p.E; // the largest sub-GEMM's
-    const int64_t patch = cc * pitch_c, buf = (patch + p.zero_floats + 3) / 4 * 4;
-    const int64_t kofs_bytes = (ksteps * 8 * 4 + 15) / 16 * 16;
-    const int64_t smem = p.nsub * kofs_bytes + (nch > 1 ? 2 : p.nsub) * w_floats * 4 + teams * tbufs * buf * 4 + p.stats_bytes;
+    if (p.tma && cc > 256) continue; // a box of at most 256 channels
+    const int al = p.tma ? 32 : 4; // buffer starts: 128 or 16 bytes
+    const int64_t patch = cc * pitch_c, buf = (patch + p.zero_floats + al - 1) / al * al;
+    const int64_t kofs_bytes = (ksteps * 8 * 4 + al * 4 - 1) / (al * 4) * (al * 4);
+    const int64_t smem = p.nsub * kofs_bytes + (nch > 1 ? 2 : p.nsub) * w_floats * 4 + teams * tbufs * buf * 4 +
+                         p.stats_bytes + (p.tma ? 8 * teams * tbufs : 0);
     if (ksteps > lim || patch > lim || smem > smem_cap) continue;
     const int64_t chunks = tc_cdiv(p.C_in, cc), score = chunks * (ksum + p.nsub);
     if (best_score >= 0 && (p.nchunks == 1 || score >= best_score)) continue;
@@ -955,6 +1004,37 @@ static inline int tc_get_env(Env *env, const char *op, char *err) {
   *env = cached;
   return 0;
 }
+// p.tmap for p.tma: the input as a 5-dimensional tensor (W, H, D, C_in, N * groups), a box of
+// (pitch_w, prow, planes spanned along D, ci_chunk, 1) with element stride idil[0] along D, zeros
+// outside. 0, or 1 where the encoder is missing or refuses (the caller then stages by threads).
+// The encoder is a driver function reached through the runtime (volua links no libcuda). Its
+// signature and enum values are the driver's cuTensorMapEncodeTiled (cuda.h, CUDA 12.0 on): data
+// type 7 FLOAT32, interleave 0 none, swizzle 0 none, L2 promotion 2 (128 B), out-of-bounds fill 0
+// (zeros); it returns 0 (CUDA_SUCCESS) or an error.
+typedef int (*tc_encode_fn)(tc_tmap *, int, uint32_t, void *, const uint64_t *, const uint64_t *, const uint32_t *,
+                            const uint32_t *, int, int, int, int);
+static inline int tc_encode_tmap(Params &p) {
+  static tc_encode_fn encode = NULL;
+  static int looked = 0;
+  if (!looked) {
+    looked = 1;
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      encode = reinterpret_cast<tc_encode_fn>(fn);
+    else
+      (void)cudaGetLastError();
+  }
+  if (!encode) return 1;
+  const uint64_t W = (uint64_t)p.in[2], H = (uint64_t)p.in[1], D = (uint64_t)p.in[0], C = (uint64_t)p.C_in;
+  const uint64_t dim[5] = {W, H, D, C, (uint64_t)(p.N * p.groups)};
+  const uint64_t stride[4] = {W * 4, W * H * 4, W * H * D * 4, W * H * D * C * 4}; // bytes, dims 1..4
+  const uint32_t box[5] = {(uint32_t)p.pitch_w, (uint32_t)p.prow, (uint32_t)((p.taps[0] - 1) * p.idil[0] + 1),
+                           (uint32_t)p.ci_chunk, 1};
+  const uint32_t estride[5] = {1, 1, (uint32_t)p.idil[0], 1, 1};
+  return encode(&p.tmap, 7, 5, const_cast<float *>(p.x), dim, stride, box, estride, 0, 0, 2, 0) != 0;
+}
 #else
 template <class K> static inline int tc_prepare_kernel(K, size_t) { return 0; }
 template <class K> static inline int tc_blocks_per_sm(K, size_t, int *nb) {
@@ -965,6 +1045,23 @@ extern Env tc_emu_env;
 static inline int tc_get_env(Env *env, const char *, char *) {
   *env = tc_emu_env;
   return 0;
+}
+static inline int tc_encode_tmap(Params &p) { // what the GPU's encoder is given (tc_prims.cuh's emulated TMA)
+  tc_tmap &m = p.tmap;
+  m.base = p.x;
+  const int64_t dim[5] = {p.in[2], p.in[1], p.in[0], p.C_in, p.N * p.groups};
+  const int box[5] = {p.pitch_w, p.prow, (int)((p.taps[0] - 1) * p.idil[0] + 1), p.ci_chunk, 1};
+  const int es[5] = {1, 1, (int)p.idil[0], 1, 1};
+  int64_t st = 1;
+  for (int d = 0; d < 5; d++) {
+    m.dim[d] = dim[d];
+    m.stride[d] = st;
+    st *= dim[d];
+    m.box[d] = box[d];
+    m.estride[d] = es[d];
+    if (box[d] < 1 || box[d] > 256 || es[d] < 1 || es[d] > 8) return 1;
+  }
+  return (p.pitch_w * 4) % 16 != 0 || ((uintptr_t)p.x % 16) != 0;
 }
 #endif
 
@@ -1004,12 +1101,12 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   char line[512];
   snprintf(line, sizeof line,
           "volua tc: %s %s BM %d BN %d %s, Q (%lld, %lld, %lld) taps (%lld, %lld, %lld), C_in %lld in %d chunk(s) of "
-          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld, %d team(s)%s%s\n",
+          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld, %d team(s)%s%s%s\n",
           op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : epi == EPI_PHASES ? "phases" : "store", p.BM, p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
           (long long)p.Q[0], (long long)p.Q[1], (long long)p.Q[2], (long long)p.taps[0], (long long)p.taps[1],
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y, p.teams, p.order ? " in turns" : "",
-          p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "");
+          p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "", p.tma ? ", TMA patches" : "");
   if (p.nsub == 2) { // the two sub-GEMMs' taps along W, before the line's end
     const size_t len = strlen(line);
     if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", 2 sub-GEMMs (W taps %lld, %lld)\n",
@@ -1045,6 +1142,7 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
   }
   int nb = nb_cached;
   if (nb < 1) nb = 1;
+  if (p.tma && tc_encode_tmap(p)) p.tma = 0; // stage by threads (the plan's layout serves both)
   if (EPI == EPI_STATS) {
     int64_t parts = (int64_t)nb * env.sms / p.N;
     if (parts < 1) parts = 1;

@@ -1,5 +1,6 @@
 // tc_prims.cuh: the few machine primitives the tensor-core convolutions (tc_core.cuh) use: TF32
-// rounding, mma.sync m16n8k8, cp.async, barriers, warp shuffles, memsets and launches. Compiled for the GPU,
+// rounding, mma.sync m16n8k8, cp.async, TMA tensor loads and their mbarriers, barriers, warp
+// shuffles, memsets and launches. Compiled for the GPU,
 // or, with VOLUA_TC_EMULATE, for the host, where each block runs as CPU threads and a warp's mma is
 // computed from its lanes' fragments: bench/tc_emulate.cpp checks the index arithmetic without a GPU.
 #ifndef VOLUA_KERNELS_TC_PRIMS_CUH
@@ -17,7 +18,8 @@
 #define TC_DEVICE __device__ __forceinline__
 #define TC_GLOBAL static __global__
 #define TC_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
-#define TC_SMEM_DECL(name) extern __shared__ __align__(16) unsigned char name[]
+#define TC_GRID_CONST const __grid_constant__ // a kernel parameter whose address TMA reads (the tensor map)
+#define TC_SMEM_DECL(name) extern __shared__ __align__(128) unsigned char name[] // 128: TMA destinations
 #define TC_SYNC() __syncthreads()
 #define TC_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
 typedef cudaStream_t tc_stream;
@@ -63,6 +65,49 @@ TC_DEVICE void tc_commit() { asm volatile("cp.async.commit_group;" ::: "memory")
 // Waits until at most N of this thread's committed groups are still in flight.
 template <int N> TC_DEVICE void tc_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
+// -- TMA: a box of a 5-dimensional tensor copied to shared memory by the copy engine, elements
+// outside the tensor read as zeros; completion is counted in bytes on an mbarrier ----
+// The driver's CUtensorMap: 128 opaque bytes (declared here: src/ has a cuda.h of its own, which
+// an include of the driver's header finds first).
+struct alignas(128) tc_tmap {
+  unsigned long long opaque[16];
+};
+
+TC_DEVICE unsigned tc_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// An mbarrier that completes a phase when `count` threads have arrived and the bytes they announced
+// have landed.
+TC_DEVICE void tc_mbar_init(uint64_t *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tc_smem_addr(bar)), "r"(count) : "memory");
+}
+// After the inits, before any other thread or the copy engine uses the barriers (then a block barrier).
+TC_DEVICE void tc_mbar_fence_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+// This thread's arrival, announcing `bytes` more to land in the current phase.
+TC_DEVICE void tc_mbar_expect_tx(uint64_t *bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(tc_smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Waits until the phase of parity `parity` (the barrier's 0th, 2nd, ... phase: 0; 1st, 3rd: 1) has completed.
+TC_DEVICE void tc_mbar_wait(uint64_t *bar, int parity) {
+  const unsigned a = tc_smem_addr(bar);
+  unsigned done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(a), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+// The box of `map` at coordinates (c0 innermost .. c4) into dst (128-byte aligned), completing on bar.
+TC_DEVICE void tc_tma_load5(void *dst, const tc_tmap *map, int c0, int c1, int c2, int c3, int c4, uint64_t *bar) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, "
+               "%6}], [%7];" ::"r"(tc_smem_addr(dst)),
+               "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(tc_smem_addr(bar))
+               : "memory");
+}
+
 TC_DEVICE double tc_shfl_xor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 
 // Named barriers (ids 1..15; 0 is __syncthreads): `count` threads, whole warps, take part.
@@ -76,6 +121,7 @@ static inline cudaError_t tc_memset_async(void *p, int v, size_t n, tc_stream s)
 
 // -- on the host, for bench/tc_emulate.cpp ----
 
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <functional>
@@ -124,6 +170,7 @@ extern thread_local tc_emu_thread tc_emu;
 #define TC_GLOBAL static
 #define TC_BOUNDS(threads, blocks)
 #define TC_SMEM_DECL(name) unsigned char *name = tc_emu.smem
+#define TC_GRID_CONST const
 #define TC_SYNC() tc_emu.block_bar->arrive_and_wait()
 #define __restrict__
 #define __ldg(p) (*(p))
@@ -211,6 +258,43 @@ static inline std::barrier<> *tc_emu_bar(int id, int count) {
 }
 static inline void tc_bar_sync(int id, int count) { tc_emu_bar(id, count)->arrive_and_wait(); }
 static inline void tc_bar_arrive(int id, int count) { (void)tc_emu_bar(id, count)->arrive(); }
+
+// TMA, emulated: the issuing thread copies the box at once (zeros outside the tensor) and completes
+// the barrier's phase; waiters spin on the phase count. The map holds what cuTensorMapEncodeTiled
+// is given (tc_core.cuh's tc_encode_tmap).
+struct tc_tmap {
+  const float *base;
+  int64_t dim[5], stride[5]; // elements; stride[0] = 1
+  int box[5], estride[5];
+};
+static inline void tc_mbar_init(uint64_t *bar, unsigned) { std::atomic_ref<uint64_t>(*bar).store(0); }
+static inline void tc_mbar_fence_init() {}
+static inline void tc_mbar_expect_tx(uint64_t *, unsigned) {}
+static inline void tc_mbar_wait(uint64_t *bar, int parity) {
+  while ((int)(std::atomic_ref<uint64_t>(*bar).load() & 1) == parity) std::this_thread::yield();
+}
+static inline void tc_tma_load5(void *dst, const tc_tmap *m, int c0, int c1, int c2, int c3, int c4, uint64_t *bar) {
+  const int c[5] = {c0, c1, c2, c3, c4};
+  int n[5];
+  for (int d = 0; d < 5; d++) n[d] = (m->box[d] + m->estride[d] - 1) / m->estride[d];
+  float *o = static_cast<float *>(dst);
+  for (int i4 = 0; i4 < n[4]; i4++)
+    for (int i3 = 0; i3 < n[3]; i3++)
+      for (int i2 = 0; i2 < n[2]; i2++)
+        for (int i1 = 0; i1 < n[1]; i1++)
+          for (int i0 = 0; i0 < n[0]; i0++) {
+            const int ii[5] = {i0, i1, i2, i3, i4};
+            int64_t off = 0;
+            bool in = true;
+            for (int d = 0; d < 5; d++) {
+              const int64_t x = (int64_t)c[d] + (int64_t)ii[d] * m->estride[d];
+              in = in && x >= 0 && x < m->dim[d];
+              off += x * m->stride[d];
+            }
+            *o++ = in ? m->base[off] : 0.0f;
+          }
+  std::atomic_ref<uint64_t>(*bar).fetch_add(1);
+}
 
 static inline int tc_memset_async(void *p, int v, size_t n, tc_stream) {
   memset(p, v, n);
