@@ -109,6 +109,7 @@ TC_DEVICE void tc_tma_load5(void *dst, const tc_tmap *map, int c0, int c1, int c
 }
 
 TC_DEVICE double tc_shfl_xor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+TC_DEVICE bool tc_all(bool v) { return __all_sync(0xffffffffu, v); } // v on every lane of the (whole) warp
 
 // Named barriers (ids 1..15; 0 is __syncthreads): `count` threads, whole warps, take part.
 // tc_bar_sync waits for the phase to complete; tc_bar_arrive counts towards it without waiting.
@@ -248,6 +249,17 @@ static inline double tc_shfl_xor(double v, int mask) {
   const double r = w->d[lane ^ mask];
   w->bar->arrive_and_wait();
   return r;
+}
+
+static inline bool tc_all(bool v) {
+  tc_emu_warp *w = tc_emu.warp;
+  const int lane = (int)(tc_emu.tid.x & 31);
+  w->d[lane] = v ? 1.0 : 0.0;
+  w->bar->arrive_and_wait();
+  bool all = true;
+  for (int l = 0; l < 32; l++) all = all && w->d[l] != 0.0;
+  w->bar->arrive_and_wait();
+  return all;
 }
 
 static inline std::barrier<> *tc_emu_bar(int id, int count) {
