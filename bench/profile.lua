@@ -1,7 +1,7 @@
 -- bench/profile.lua [PROBLEMS [MATHS [CALLS]]]: runs the benchmark's convolution problems on random
 -- inputs (no PyTorch, no checks) CALLS times each, for ncu or a quick look at the launch plans.
 -- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23; also L1-43, pool-k3s1, pool-k2s2, convT-k3s2,
--- L1-59, L1-73, L1-54, L1-61, L1-70, conv-c32); MATHS: comma list (default fp32,tf32).
+-- L1-59, L1-73, L1-54, L1-61, L1-70, conv-c32, convT-k2s2, L1-72, convT-g4); MATHS: comma list (default fp32,tf32).
 -- Run: VOLUA_TC_VERBOSE=1 build/bin/volua bench/profile.lua L2-23 tf32 3
 local vol = require "volua"
 local want = arg and arg[1] or "L1-77,L1-60,L1-66,L2-23"
@@ -35,6 +35,11 @@ local P = {
   -- a transposed convolution with every phase live (bench.py's X-convT-k3s2)
   ["convT-k3s2"] = conv("conv_transpose3d", {8, 32, 16, 32, 32}, {32, 16, 3, 3, 3}, 16,
                         {stride = 2, padding = 1, output_padding = 1}),
+  -- and three more every-phase ones (bench.py's X-convT-k2s2, L1-72, X-convT-g4)
+  ["convT-k2s2"] = conv("conv_transpose3d", {8, 32, 16, 32, 32}, {32, 16, 2, 2, 2}, 16, {stride = 2}),
+  ["L1-72"] = conv("conv_transpose3d", {8, 32, 12, 24, 48}, {32, 8, 3, 5, 7}, nil,
+                   {stride = 2, padding = {1, 2, 3}, output_padding = 1, groups = 4}),
+  ["convT-g4"] = conv("conv_transpose3d", {4, 32, 32, 64, 128}, {32, 8, 3, 3, 3}, nil, {stride = 2, padding = 1, groups = 4}),
   -- KernelBench L1-59 (W of 10: 4-byte staging; K of 27) and L1-73 as its file runs it (groups 1,
   -- every phase live), and L1-54
   ["L1-59"] = conv("conv3d", {16, 3, 256, 256, 10}, {64, 3, 3, 3, 1}, nil, {}),

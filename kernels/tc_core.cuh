@@ -610,6 +610,53 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
               }
           }
       }
+    } else if (EPI == EPI_PHASES && c == p.nchunks - 1 && p.off32) {
+      // -- every phase of a transposed convolution, with 32-bit offsets within an output volume.
+      // nph divides 8 (tc_plan) and a channel block's columns start at a multiple of 8, so this
+      // thread's column 8j + 2t + e has the phase (2t + e) % nph whatever j, and the channel
+      // (8 / nph) (cb WN + j) + (2t + e) / nph. A value's offset within its (channel, od) plane
+      // then depends on (e, i, h) only: computed once, with whether it is stored. (Computed per
+      // value, with 64-bit divisions, this epilogue took about 70 instructions a value and 62 % of
+      // the samples of a k3 s2 transposed convolution, 32 -> 16 channels, in tf32.) ----
+      const int O1 = (int)p.out[1], O2 = (int)p.out[2];
+      const int64_t plane = p.out[1] * p.out[2];
+      const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      int off[2][WM][2], od[2], cofs[2];
+      unsigned ok = 0; // bit (e * WM + i) * 2 + h: stored
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const int q = 2 * t + e, ph = q % p.nph, c2 = ph % p.phs2, c1 = (ph / p.phs2) % p.phs1;
+        od[e] = (int)(qd * p.ostep[0]) + ph / (p.phs2 * p.phs1);
+        cofs[e] = q / p.nph;
+#pragma unroll
+        for (int i = 0; i < WM; i++)
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            const int oh = ((int)qh0 + dq[i][h]) * (int)p.ostep[1] + c1, ow = qw[i][h] * (int)p.ostep[2] + c2;
+            off[e][i][h] = oh * O2 + ow;
+            if (live[i][h] && oh < O1 && ow < O2) ok |= 1u << ((e * WM + i) * 2 + h);
+          }
+      }
+      const bool all = tc_all(ok == (1u << (4 * WM)) - 1u);
+      const int64_t cstep = 8 / p.nph, cbase = cstep * (int64_t)cb * WN;
+#pragma unroll
+      for (int j = 0; j < WN; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int64_t co = cbase + cstep * j + cofs[e];
+          if (co >= p.C_out || od[e] >= p.out[0]) continue;
+          const float bv = bias ? __ldg(bias + co) : 0.0f;
+          float *yc = p.y + ((ng * p.C_out + co) * p.out[0] + od[e]) * plane;
+#pragma unroll
+          for (int i = 0; i < WM; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              if (!all && !((ok >> ((e * WM + i) * 2 + h)) & 1)) continue;
+              float v = acc[i][j][2 * h + e];
+              if (SPLIT) v += corr[i][j][2 * h + e];
+              yc[off[e][i][h]] = v + bv;
+            }
+        }
     } else if (EPI == EPI_PHASES && c == p.nchunks - 1) {
       // -- every phase of a transposed convolution: column co * nph + ph of position q is output
       // (q0 * ostep0 + c0, q1 * ostep1 + c1, q2 * ostep2 + c2) of channel co, where inside the
@@ -903,7 +950,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   if (p.groups < 1 || (epi == EPI_STATS && p.groups != 1)) return 0;
   if (p.nsub < 1) p.nsub = 1;
   if (p.nsub > 2 || (p.nsub > 1 && epi != EPI_STORE)) return 0;
-  if (epi == EPI_PHASES ? p.nph < 2 || p.phs1 < 1 || p.phs2 < 1 : p.nph > 1) return 0;
+  if (epi == EPI_PHASES ? p.nph < 2 || 8 % p.nph != 0 || p.phs1 < 1 || p.phs2 < 1 : p.nph > 1) return 0;
   if (p.nph < 1) p.nph = 1;
   if ((teams != 1 && teams != 2) || (tbufs != 2 && (teams == 1 || tbufs != 1))) return 0;
   p.teams = teams;
@@ -1294,9 +1341,9 @@ static inline int tc_plan_store_wm(Params &p, bool split, int epi, const Env &en
 // (TC_TEAMABLE), the weights fit whole and the teams' patch buffers (two each, else one) fit beside
 // them. VOLUA_TC_TEAMS=1|2|2o forces one team, two, or two in turns (wherever they fit);
 // VOLUA_TC_TBUFS=1 one patch buffer per team.
-// (H200, conv3d 64 channels k3, tf32: two teams 19 % faster at 11 k-steps, 7 % at 24, even at 27,
-// 13 % slower at 40; bench/NOTES.md)
-#define TC_TEAMS_KSTEPS 24
+// (H200, conv3d 64 channels k3, tf32, with TMA patches: two teams 25 % faster at 11 k-steps, 13 %
+// at 24, 7 % at 27, even at 34 and 41; L1-60 and L1-66 (40 k-steps) 4-5 % slower; bench/NOTES.md)
+#define TC_TEAMS_KSTEPS 27
 static inline int tc_plan_teams(Params &p, bool split, int epi, const Env &env) {
   const char *v = getenv("VOLUA_TC_TEAMS"), *nb = getenv("VOLUA_TC_TBUFS");
   const int teams = v ? (atoi(v) == 2 ? 2 : 1) : p.ksteps <= TC_TEAMS_KSTEPS ? 2 : 1;
