@@ -361,7 +361,7 @@ int main(int argc, char **argv) {
       run_transpose(1, 32, 32, in, k3, s, p1, op0, d, false, m, 4);
       const int64_t inw[3] = {2, 3, 128}; // L1-73-like rows: the phases as columns, C_in in chunks
       run_transpose(1, 32, 16, inw, k3, s, p1, op0, d, true, m);
-      run_transpose(1, 32, 32, inw, k3, s, p1, op0, d, true, m); // 256 columns: W phase pairs
+      run_transpose(1, 32, 32, inw, k3, s, p1, op0, d, true, m); // 256 columns: W pairs (fp32), every phase (tf32)
       const int64_t op1[3] = {1, 0, 1}, s3[3] = {3, 1, 2};
       run_transpose(1, 4, 80, in, k3, s, p1, op1, d, false, m); // 320 columns: W phase pairs
       run_transpose(2, 4, 80, in, k3, s, p1, op1, d, true, m, 2); // grouped W phase pairs

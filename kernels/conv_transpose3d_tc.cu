@@ -115,7 +115,7 @@ static void phase_of(int64_t out, int64_t kernel, int64_t stride, int64_t pad, i
 
 #define MAX_PHASES 512
 
-// -- every phase in one GEMM (EPI_PHASES): strides of at most 2, every phase live, at most 128
+// -- every phase in one GEMM (EPI_PHASES): strides of at most 2, every phase live, at most 128 (256)
 // columns (channels of a group times phases) ----
 // Per dim, phase c reads i = q - ipad_c + j (j < taps_c; idil 1); over the common grid q with
 // ipad = max ipad_c that is union tap u = cofs_c + j, cofs_c = ipad - ipad_c, of U = max (cofs_c +
@@ -182,7 +182,8 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
     }
   if ((int64_t)nlive[0] * nlive[1] * nlive[2] > MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
 
-  // -- every phase in one GEMM, where it applies and fits (VOLUA_TC_PHASES=0: phase by phase) ----
+  // -- every phase in one GEMM, where it applies and fits (VOLUA_TC_PHASES=0: phase by phase; =1: also
+  // at 129 to 256 columns in math "fp32" with padded K) ----
   {
     const char *pe = getenv("VOLUA_TC_PHASES");
     int ok = !(pe && strcmp(pe, "0") == 0);
@@ -193,9 +194,13 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
     }
     // Measured on the H200 (bench/NOTES.md): one GEMM gains where a group's columns (C_out / groups
     // times the phases) are at most 128 (k2 s2 and k3 s2 with 16 channels, L1-72, groups 4 with 8
-    // channels: 1.2x to 2x), and loses above (L1-73, 256 columns: 2.23 -> 2.76 ms in tf32): every
-    // channel block restages the tile's patch, and K is padded with the taps a phase lacks.
-    ok = ok && g->C_out / g->groups * nph <= 128;
+    // channels: 1.2x to 2x). At 256 columns (four shapes with 32 channels, L1-73 among them, with
+    // TMA patches and the epilogue of offsets per (e, i, h)) it gains in math "tf32" (7-20 %, one
+    // even) and where no phase lacks a union tap (k2 s2: 30-44 %), and loses in math "fp32" where
+    // K is padded with the taps a phase lacks (k3 s2: 2.4x the products, three times each: 35-45 %
+    // slower). Beyond 256 columns: not measured, phase by phase.
+    const int64_t cols = g->C_out / g->groups * nph;
+    ok = ok && cols <= 256;
     if (ok && nph >= 2) {
       Params p;
       memset(&p, 0, sizeof p);
@@ -239,7 +244,11 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         p.out[d] = g->out[d];
         p.ostep[d] = g->stride[d];
       }
-      if (tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
+      int dense = 1; // every phase has every union tap (K is not padded)
+      for (int d = 0; d < 3; d++)
+        for (int64_t c = 0; c < g->stride[d]; c++) dense = dense && m.taps[d][c] == p.taps[d];
+      const int wide_ok = math != VOLUA_MATH_FP32 || dense || (pe && strcmp(pe, "1") == 0); // 1: forced (measuring)
+      if ((cols <= 128 || wide_ok) && tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
         float *wprep = NULL;
         if (tc_prep_with(tc_prep_phases_kernel, p, m, &wprep, s, op, err)) return 1;
         p.wprep = wprep;
