@@ -18,10 +18,13 @@ __device__ __forceinline__ int64_t transpose_source(int64_t o, int64_t k, int64_
 
 // -- kernel ----
 
+// gate: NULL, or a device flag; unless it holds `stamp` the kernel writes nothing
+// (volua_cuda_conv_transpose3d_redo).
 template <bool TF32>
 static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geom g, const float *__restrict__ x,
                                                       const float *__restrict__ w, const float *__restrict__ b,
-                                                      float *__restrict__ y) {
+                                                      float *__restrict__ y, const int *gate, int stamp) {
+  if (gate && *gate != stamp) return;
   const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t kD = g.kernel[0], kH = g.kernel[1], kW = g.kernel[2];
@@ -60,14 +63,26 @@ static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geo
 
 // math: "fp32" exact products, double accumulation; "tf32" rounds operands first (conv3d.cu).
 static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
-                                   const float *b, float *y, volua_math_mode math, cudaStream_t s, char *err) {
+                                   const float *b, float *y, volua_math_mode math, const int *gate, int stamp,
+                                   cudaStream_t s, char *err) {
   const char *op = "conv_transpose3d";
   const int64_t total = g->N * g->C_out * g->out[0] * g->out[1] * g->out[2];
   if (total <= 0) return 0;
+  // gated: a few blocks per SM (the usual grid would spend its launch on blocks that only read the gate)
+  unsigned grid = volua_grid_for(total, VOLUA_THREADS);
+  if (gate) {
+    static int sms = 0; // device 0's, read once (volua uses device 0 only)
+    if (sms == 0) {
+      int dev = 0;
+      CUDA_CHECK(cudaGetDevice(&dev));
+      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    }
+    if ((int64_t)grid > 2 * (int64_t)sms) grid = (unsigned)(2 * sms);
+  }
   if (math == VOLUA_MATH_TF32)
-    conv_transpose3d_gather_kernel<true><<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+    conv_transpose3d_gather_kernel<true><<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
   else
-    conv_transpose3d_gather_kernel<false><<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+    conv_transpose3d_gather_kernel<false><<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
   CUDA_CHECK_LAUNCH();
   return 0;
 }
@@ -80,5 +95,11 @@ extern "C" int volua_cuda_conv_transpose3d(const volua_conv_transpose3d_geom *g,
   // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover
   const int fast = volua_cuda_conv_transpose3d_tc(g, x, w, b, y, math, s, err);
   if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
-  return launch_conv_transpose3d(g, x, w, b, y, math, s, err);
+  return launch_conv_transpose3d(g, x, w, b, y, math, NULL, 0, s, err);
+}
+
+extern "C" int volua_cuda_conv_transpose3d_redo(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
+                                                const float *b, float *y, volua_math_mode math, const int *flag,
+                                                int stamp, cudaStream_t s, char *err) {
+  return launch_conv_transpose3d(g, x, w, b, y, math, flag, stamp, s, err);
 }

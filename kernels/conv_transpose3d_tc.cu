@@ -126,9 +126,36 @@ struct PhaseMap {
   const float *w;
   int64_t w_g, w_co, w_ci, kdim[3];
   int64_t cofs[3][2], taps[3][2], kfirst[3][2], kstep[3][2];
+  // Where some phase lacks a union tap, its zero weights meet every input, and an infinite or NaN
+  // input times 0 is NaN: outputs that input does not reach would be NaN. So the preparation also
+  // scans the input (scan_n floats at scan_x, NULL: none) and writes `stamp` (this call's number) to
+  // *flag where it finds a value that is not finite; the direct gather then redoes the output,
+  // gated on the device by *flag == stamp (volua_cuda_conv_transpose3d_redo).
+  const float *scan_x;
+  int64_t scan_n;
+  int *flag;
+  int stamp;
 };
 
+// Whether any of 4 values is infinite or NaN, without branches.
+TC_DEVICE unsigned tc_nonfinite4(float a, float b, float c, float d) {
+  return (unsigned)!(fabsf(a) < INFINITY) | (unsigned)!(fabsf(b) < INFINITY) | (unsigned)!(fabsf(c) < INFINITY) |
+         (unsigned)!(fabsf(d) < INFINITY);
+}
+
 TC_GLOBAL void tc_prep_phases_kernel(PhaseMap m, Params p, float *out, int64_t total) {
+  if (m.scan_x) { // 16-byte loads where the input allows (p.vec4 implies its alignment), then the tail
+    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nth = (int64_t)blockDim.x * gridDim.x;
+    const int64_t n4 = ((uintptr_t)m.scan_x % 16) == 0 ? m.scan_n / 4 : 0;
+    unsigned bad = 0;
+#pragma unroll 4
+    for (int64_t i = tid; i < n4; i += nth) {
+      const float4 v = __ldg(reinterpret_cast<const float4 *>(m.scan_x) + i);
+      bad |= tc_nonfinite4(v.x, v.y, v.z, v.w);
+    }
+    for (int64_t i = 4 * n4 + tid; i < m.scan_n; i += nth) bad |= tc_nonfinite4(__ldg(m.scan_x + i), 0.0f, 0.0f, 0.0f);
+    if (bad) *m.flag = m.stamp;
+  }
   const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (int64_t)blockDim.x * gridDim.x) {
@@ -249,11 +276,36 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         for (int64_t c = 0; c < g->stride[d]; c++) dense = dense && m.taps[d][c] == p.taps[d];
       const int wide_ok = math != VOLUA_MATH_FP32 || dense || (pe && strcmp(pe, "1") == 0); // 1: forced (measuring)
       if ((cols <= 128 || wide_ok) && tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
+        // Where a phase lacks a union tap, its zero weights meet every input: an infinite or NaN
+        // input would make NaN of outputs it does not reach. The kernel flags non-finite values,
+        // and the direct gather then redoes the output (on the device, only if flagged).
+        // (PhaseMap: the scan for non-finite inputs where some phase lacks a union tap. The flag is
+        // one int kept for the process, cleared once; each call writes its own stamp.)
+        static int *flag = NULL;
+        static int stamp = 0;
+        const int64_t xn = g->N * g->C_in * g->in[0] * g->in[1] * g->in[2];
+        if (!dense) {
+          if (!flag) {
+            if (volua_cuda_malloc(reinterpret_cast<void **>(&flag), sizeof(int), err)) return 1;
+            if (tc_memset_async(flag, 0, sizeof(int), s) != 0) {
+              volua_cuda_free(flag);
+              flag = NULL;
+              snprintf(err, VOLUA_ERR_MAX, "%s: could not clear the non-finite flag", op);
+              return 1;
+            }
+          }
+          stamp = stamp == INT32_MAX ? 1 : stamp + 1;
+          m.scan_x = x;
+          m.scan_n = xn;
+          m.flag = flag;
+          m.stamp = stamp;
+        }
         float *wprep = NULL;
-        if (tc_prep_with(tc_prep_phases_kernel, p, m, &wprep, s, op, err)) return 1;
+        if (tc_prep_with(tc_prep_phases_kernel, p, m, &wprep, s, op, err, dense ? 0 : xn / 16)) return 1;
         p.wprep = wprep;
-        const int rc = tc_launch_phases(p, env, s, op, err);
+        int rc = tc_launch_phases(p, env, s, op, err);
         volua_cuda_free(wprep);
+        if (rc == 0 && !dense) rc = volua_cuda_conv_transpose3d_redo(g, x, w, b, y, math, flag, stamp, s, err);
         if (rc == 0) volua_cuda_fast_note_call();
         return rc;
       }

@@ -58,7 +58,7 @@ end
 -- Runs f on the GPU in math `mode`, f on the CPU, and compares; checks the fast path served it.
 -- A random case the CPU refuses (PyTorch's rules) is skipped.
 local counts = {run = 0, skipped = 0}
-local function check(mode, what, f, random)
+local function check(mode, what, f, random, equal_nan)
   local cpu_ok, want = pcall(f, "cpu")
   if not cpu_ok and random then
     counts.skipped = counts.skipped + 1
@@ -76,26 +76,39 @@ local function check(mode, what, f, random)
   end
   got = got:cpu()
   assert.same(want.shape, got.shape, what .. ": shape")
-  local close = vol.allclose(got, want, {rtol = TOL[mode].rtol, atol = TOL[mode].atol})
+  local close = vol.allclose(got, want, {rtol = TOL[mode].rtol, atol = TOL[mode].atol, equal_nan = equal_nan})
   assert.is_true(close, ("%s: not close to the CPU (math %s), max_abs_diff %s"):format(what, mode,
     tostring(vol.max_abs_diff(got, want))))
 end
 
+-- c.specials: that many NaN, +inf and -inf put into the input at positions drawn from the case's
+-- seed (each output they reach must be NaN or the same infinity as on the CPU).
+local function sprinkle(x, c)
+  if not c.specials then return x end
+  local r, shape, values = generator(c.seed + 7), x.shape, {0 / 0, math.huge, -math.huge}
+  for i = 1, c.specials do
+    local idx = {}
+    for d, n in ipairs(shape) do idx[d] = r.int(1, n) end
+    x:set(values[(i - 1) % 3 + 1], unpack(idx))
+  end
+  return x
+end
+
 local function conv3d_case(mode, c)
   local kvol = c.k[1] * c.k[2] * c.k[3]
-  local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
+  local x = sprinkle(input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed), c)
   local g = c.groups or 1
   local w = weight({c.cout, (c.cin / g), c.k[1], c.k[2], c.k[3]}, (c.cin / g) * kvol, c.seed + 1)
   local b = c.bias and weight({c.cout}, (c.cin / g) * kvol, c.seed + 2) or nil
   local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1, groups = g}
   check(mode, "conv3d " .. show(c), function(dev)
     return vol.conv3d(x:to(dev), w:to(dev), b and b:to(dev), args)
-  end, c.random)
+  end, c.random, c.specials ~= nil)
 end
 
 local function transpose_case(mode, c)
   local kvol = c.k[1] * c.k[2] * c.k[3]
-  local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
+  local x = sprinkle(input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed), c)
   local g = c.groups or 1
   local w = weight({c.cin, (c.cout / g), c.k[1], c.k[2], c.k[3]}, (c.cin / g) * kvol, c.seed + 1)
   local b = c.bias and weight({c.cout}, (c.cin / g) * kvol, c.seed + 2) or nil
@@ -103,7 +116,7 @@ local function transpose_case(mode, c)
                 output_padding = c.output_padding or 0, groups = g}
   check(mode, "conv_transpose3d " .. show(c), function(dev)
     return vol.conv_transpose3d(x:to(dev), w:to(dev), b and b:to(dev), args)
-  end, c.random)
+  end, c.random, c.specials ~= nil)
 end
 
 local function gn_case(mode, c)
@@ -228,6 +241,24 @@ for _, mode in ipairs({"fp32", "tf32"}) do
           if (c.size[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 < 1 then ok = false end
         end
         if ok then transpose_case(mode, c) end
+      end
+    end)
+
+    it("non-finite inputs: NaN and infinities reach the outputs they reach on the CPU", function()
+      local cases = {
+        {kind = "c", n = 2, cin = 3, cout = 64, size = {6, 17, 70}, k = {3, 5, 7}, specials = 9},  -- whole tiles, WM 4
+        {kind = "c", n = 1, cin = 40, cout = 16, size = {4, 5, 8}, k = 3, padding = 1, specials = 6, bias = true}, -- chunks
+        {kind = "c", n = 2, cin = 3, cout = 64, size = {18, 20, 20}, k = 3, specials = 6}, -- two teams (tf32)
+        {kind = "t", n = 1, cin = 8, cout = 32, size = {3, 4, 8}, k = 3, stride = 2, padding = 1, specials = 6}, -- 256 columns
+        {kind = "t", n = 1, cin = 6, cout = 16, size = {3, 4, 8}, k = 3, stride = 2, padding = 1, output_padding = 1,
+         specials = 6, bias = true},                                            -- every phase, 128 columns
+        {kind = "t", n = 2, cin = 32, cout = 64, size = {4, 6, 8}, k = 3, stride = 2, padding = 1, dilation = 2,
+         specials = 6},                                                         -- L1-77-like
+      }
+      for i, c in ipairs(cases) do
+        if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
+        c.seed = SEED + 4000 + 100 * i
+        if c.kind == "c" then conv3d_case(mode, c) else transpose_case(mode, c) end
       end
     end)
 
