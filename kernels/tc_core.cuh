@@ -229,25 +229,34 @@ TC_DEVICE void tc_stage_rows(const Params &p, float *buf, const float *xn, int c
   }
 }
 
+TC_DEVICE void tc_stage_weights(int w_floats, float *wbuf, const float *src) {
+  for (int i = threadIdx.x; i < w_floats / 4; i += blockDim.x) tc_cp16(wbuf + 4 * i, src + 4 * i);
+}
+
 // tid, nth: this thread's index among the nth threads that stage the patch (a block or a team).
 // With p.tma the stagers' first thread has the copy engine move the patch as one box of the input
 // (channels of the chunk x taps[0] planes x prow rows x pitch_w columns: the patch's own layout;
 // rows, columns and channels outside the input arrive as zeros), completing on `bar`; the other
 // stagers do nothing. ncu of KernelBench L1-73 (tf32): the copy loop below ran 57 instructions per
 // 16 bytes, 31 % of the kernel's instructions.
+// wsrc: NULL, or this item's weights (w_floats of them) to go to wdst with the patch: with p.tma one
+// bulk copy on the same barrier (a chunked plan restages its weights per item: 3 500 cp.async for
+// L1-77's 55 KB), else by the whole block's cp.async.
 template <bool GR>
 TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk, int grp, int tid, int nth,
-                              uint64_t *bar) {
+                              uint64_t *bar, const float *wsrc = nullptr, float *wdst = nullptr, int w_floats = 0) {
   int64_t n, qd, p0;
   if (p.tma) {
     if (tid != 0) return;
     tc_decode(p, T, n, qd, p0);
     const int64_t qh0 = tc_qrow(p, p0);
-    tc_mbar_expect_tx(bar, (unsigned)p.patch_floats * 4u);
+    tc_mbar_expect_tx(bar, (unsigned)p.patch_floats * 4u + (wsrc ? (unsigned)w_floats * 4u : 0u));
     tc_tma_load5(buf, &p.tmap, -(int)(p.ipad[2] + p.cshift), (int)(qh0 * p.istride[1] - p.ipad[1]),
                  (int)(qd * p.istride[0] - p.ipad[0]), chunk * p.ci_chunk, (int)(GR ? n * p.groups + grp : n), bar);
+    if (wsrc) tc_bulk_load(wdst, wsrc, (unsigned)w_floats * 4u, bar);
     return;
   }
+  if (wsrc) tc_stage_weights(w_floats, wdst, wsrc);
   tc_decode(p, T, n, qd, p0);
   const int64_t plast = (p0 + p.BM < p.plane ? p0 + p.BM : p.plane) - 1;
   const int64_t qh0 = tc_qrow(p, p0), qh1 = tc_qrow(p, plast);
@@ -258,10 +267,6 @@ TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk,
     tc_stage_rows<int>(p, buf, xn, chunk, rows, (int)id0, (int)ih0, tid, nth);
   else
     tc_stage_rows<int64_t>(p, buf, xn, chunk, rows, id0, ih0, tid, nth);
-}
-
-TC_DEVICE void tc_stage_weights(int w_floats, float *wbuf, const float *src) {
-  for (int i = threadIdx.x; i < w_floats / 4; i += blockDim.x) tc_cp16(wbuf + 4 * i, src + 4 * i);
 }
 
 // Math "fp32": a value from its big products and its small ones. An infinite input has a small
@@ -475,9 +480,8 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     if (wonce)
 #pragma unroll
       for (int sb = 0; sb < NSUB; sb++) tc_stage_weights(wfloats(sb), wb0 + sb * p.w_floats, wsrc(sb, 0));
-    else
-      tc_stage_weights(wfloats(0), wb0, wsrc(0, 0));
-    if (teams == 1) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth(), sbar(0));
+    if (teams == 1) // (chunks: with item 0's weights; one team then)
+      tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth(), sbar(0), wonce ? nullptr : wsrc(0, 0), wb0, wfloats(0));
   }
   if (teams > 1 && nitems > 0) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth(), sbar(0));
   tc_commit();
@@ -503,9 +507,8 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     if (nbuf == 2 && it + 1 < nitems && pslot(it + 1) != pslot(it)) { // stage the next item into the other buffers
       const int cn = (int)((it + 1) % p.nchunks), sbn = NSUB == 1 ? 0 : (int)(((it + 1) / p.nchunks) % NSUB);
       const int64_t Tn = T0 + ((it + 1) / per_tile) * Tstep;
-      if (!wonce) tc_stage_weights(wfloats(sbn), ((it + 1) & 1) ? wb1 : wb0, wsrc(sbn, cn));
       tc_stage_patch<GR>(p, (pslot(it + 1) & 1) ? pb + p.buf_floats : pb, Tn, cn, grp, stid(), snth(),
-                         sbar(pslot(it + 1)));
+                         sbar(pslot(it + 1)), wonce ? nullptr : wsrc(sbn, cn), ((it + 1) & 1) ? wb1 : wb0, wfloats(sbn));
       tc_commit();
       tc_wait<1>();
     } else {

@@ -108,6 +108,15 @@ TC_DEVICE void tc_tma_load5(void *dst, const tc_tmap *map, int c0, int c1, int c
                : "memory");
 }
 
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to shared memory by the copy
+// engine, completing on bar (whose expected bytes must include them).
+TC_DEVICE void tc_bulk_load(void *dst, const void *src, unsigned bytes, uint64_t *bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   tc_smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(tc_smem_addr(bar))
+               : "memory");
+}
+
 TC_DEVICE double tc_shfl_xor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 TC_DEVICE bool tc_all(bool v) { return __all_sync(0xffffffffu, v); } // v on every lane of the (whole) warp
 
@@ -271,9 +280,10 @@ static inline std::barrier<> *tc_emu_bar(int id, int count) {
 static inline void tc_bar_sync(int id, int count) { tc_emu_bar(id, count)->arrive_and_wait(); }
 static inline void tc_bar_arrive(int id, int count) { (void)tc_emu_bar(id, count)->arrive(); }
 
-// TMA, emulated: the issuing thread copies the box at once (zeros outside the tensor) and completes
-// the barrier's phase; waiters spin on the phase count. The map holds what cuTensorMapEncodeTiled
-// is given (tc_core.cuh's tc_encode_tmap).
+// TMA, emulated: the issuing thread copies at once (a box: zeros outside the tensor); the barrier
+// word holds the completed phases (low 32 bits) and the bytes still expected (high 32 bits), and a
+// phase completes when they reach 0; waiters spin on the phase count. The map holds what
+// cuTensorMapEncodeTiled is given (tc_core.cuh's tc_encode_tmap).
 struct tc_tmap {
   const float *base;
   int64_t dim[5], stride[5]; // elements; stride[0] = 1
@@ -281,7 +291,13 @@ struct tc_tmap {
 };
 static inline void tc_mbar_init(uint64_t *bar, unsigned) { std::atomic_ref<uint64_t>(*bar).store(0); }
 static inline void tc_mbar_fence_init() {}
-static inline void tc_mbar_expect_tx(uint64_t *, unsigned) {}
+static inline void tc_mbar_expect_tx(uint64_t *bar, unsigned bytes) {
+  std::atomic_ref<uint64_t>(*bar).fetch_add((uint64_t)bytes << 32);
+}
+static inline void tc_emu_tx_done(uint64_t *bar, unsigned bytes) {
+  const uint64_t left = std::atomic_ref<uint64_t>(*bar).fetch_sub((uint64_t)bytes << 32) - ((uint64_t)bytes << 32);
+  if ((left >> 32) == 0) std::atomic_ref<uint64_t>(*bar).fetch_add(1);
+}
 static inline void tc_mbar_wait(uint64_t *bar, int parity) {
   while ((int)(std::atomic_ref<uint64_t>(*bar).load() & 1) == parity) std::this_thread::yield();
 }
@@ -305,7 +321,11 @@ static inline void tc_tma_load5(void *dst, const tc_tmap *m, int c0, int c1, int
             }
             *o++ = in ? m->base[off] : 0.0f;
           }
-  std::atomic_ref<uint64_t>(*bar).fetch_add(1);
+  tc_emu_tx_done(bar, (unsigned)(4 * n[0] * n[1] * n[2] * n[3] * n[4]));
+}
+static inline void tc_bulk_load(void *dst, const void *src, unsigned bytes, uint64_t *bar) {
+  memcpy(dst, src, bytes);
+  tc_emu_tx_done(bar, bytes);
 }
 
 static inline int tc_memset_async(void *p, int v, size_t n, tc_stream) {
