@@ -1,7 +1,7 @@
 -- bench/profile.lua [PROBLEMS [MATHS [CALLS]]]: runs the benchmark's convolution problems on random
 -- inputs (no PyTorch, no checks) CALLS times each, for ncu or a quick look at the launch plans.
 -- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23; also L1-43, pool-k3s1, pool-k2s2, convT-k3s2,
--- L1-59, L1-73, L1-54, L1-61, L1-70, conv-c32, convT-k2s2, L1-72, convT-g4); MATHS: comma list (default fp32,tf32).
+-- L1-59, L1-73, L1-54, L1-61, L1-70, conv-c32, conv-dw, convT-k2s2, L1-72, convT-g4); MATHS: comma list (default fp32,tf32).
 -- Run: VOLUA_TC_VERBOSE=1 build/bin/volua bench/profile.lua L2-23 tf32 3
 local vol = require "volua"
 local want = arg and arg[1] or "L1-77,L1-60,L1-66,L2-23"
@@ -48,6 +48,8 @@ local P = {
   ["L1-61"] = conv("conv_transpose3d", {8, 48, 64, 64, 64}, {48, 48, 3, 3, 3}, nil, {}),
   ["L1-70"] = conv("conv_transpose3d", {8, 48, 96, 96, 96}, {48, 24, 3, 3, 3}, nil, {}),
   ["conv-c32"] = conv("conv3d", {4, 32, 32, 64, 64}, {32, 32, 3, 3, 3}, 32, {padding = 1}),
+  -- bench.py's X-conv-dw (depthwise, conv3d_depthwise.cu)
+  ["conv-dw"] = conv("conv3d", {8, 64, 32, 64, 64}, {64, 1, 3, 3, 3}, 64, {padding = 1, groups = 64}),
   ["L1-54"] = conv("conv3d", {16, 3, 64, 64, 64}, {64, 3, 3, 3, 3}, nil, {}),
   ["L1-77"] = conv("conv_transpose3d", {16, 32, 16, 32, 32}, {32, 64, 3, 3, 3}, nil,
                    {stride = 2, padding = 1, dilation = 2}),
