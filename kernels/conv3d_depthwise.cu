@@ -1,11 +1,14 @@
 // conv3d_depthwise.cu: conv3d with few channels per group (depthwise: one input channel per group),
 // padding_mode "zeros", any stride, dilation and padding. A tensor-core tile has too little to do
-// there (K is the taps of one or two channels, and a 32-channel block holds a few real ones), so
-// each thread computes R outputs of a row directly, in float, reading the input through the L1
-// cache (with stride 1 along W, from a window of registers). H200, (8,64,32,64,64) depthwise k3 p1:
+// there (K is the taps of one or two channels, and a 32-channel block holds a few real ones). Kernels
+// of 3x3x3 with stride and dilation 1 and one input channel a group take a tiled kernel
+// (conv3d_depthwise_k3_kernel, below). In the others each thread computes R outputs of a row
+// directly, in float, reading the input through the L1 cache (with stride 1 along W, from a window
+// of registers). H200, (8,64,32,64,64) depthwise k3 p1:
 // bench/NOTES.md. math "fp32" and "tf32" both multiply float32 operands exactly.
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.cuh"
 #include "fast.h"
@@ -118,6 +121,103 @@ static __global__ void conv3d_depthwise_w1_kernel(volua_conv3d_geom g, const flo
   }
 }
 
+// Kernel 3x3x3, stride 1, dilation 1, one input channel a group: a block takes a tile of
+// K3_D x K3_H x K3_W outputs in several input channels, one after another. For each it stages the
+// input with the halo in shared memory (cp.async, zeros outside) while the previous channel is
+// computed, then computes it for each of the group's output channels, everything unrolled: a thread
+// has one W column, two rows and all K3_D planes, reads the 4 rows x 3 columns x (K3_D + 2) planes
+// it needs from shared memory once, and keeps the channel's 27 weights in registers. (One channel a
+// block, loading then computing, ran 1.24 ms on X-conv-dw; the row kernels below 0.913; this 0.590:
+// bench/NOTES.md.)
+#define K3_D 4
+#define K3_H 8
+#define K3_W 64
+static __global__ void __launch_bounds__(256) conv3d_depthwise_k3_kernel(volua_conv3d_geom g, const float *__restrict__ x,
+                                                                         const float *__restrict__ w,
+                                                                         const float *__restrict__ b,
+                                                                         float *__restrict__ y) {
+  constexpr int SD = K3_D + 2, SH = K3_H + 2, SW = K3_W + 2;
+  __shared__ float tiles[2][SD * SH * SW]; // the channel being computed, and the next one loading
+  const int D = (int)g.in[0], H = (int)g.in[1], W = (int)g.in[2];
+  const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
+  const int tw = (OW + K3_W - 1) / K3_W, th = (OH + K3_H - 1) / K3_H;
+  const int bx = blockIdx.x, wt = bx % tw, ht = (bx / tw) % th, dt = bx / (tw * th);
+  const int od0 = dt * K3_D, oh0 = ht * K3_H, ow0 = wt * K3_W;
+  const int id0 = od0 - (int)g.pad_lo[0], ih0 = oh0 - (int)g.pad_lo[1], iw0 = ow0 - (int)g.pad_lo[2];
+  const int cog = (int)(g.C_out / g.groups), tid = threadIdx.x;
+  const int lw = tid % K3_W, lh = (tid / K3_W) * 2; // this thread's column and first row
+  // the tile of channel nc into buffer buf by cp.async (zeros outside the input): rows (dz, hy), a
+  // row's columns by 64 lanes
+  auto load = [&](int64_t nc, int buf) {
+    const float *xc = x + nc * (int64_t)D * H * W;
+    for (int rr = tid / 64; rr < SD * SH; rr += 4) {
+      const int hy = rr % SH, dz = rr / SH, id = id0 + dz, ih = ih0 + hy;
+      const bool rok = id >= 0 && id < D && ih >= 0 && ih < H;
+      const float *xr = xc + ((int64_t)id * H + ih) * W;
+      for (int wx = tid % 64; wx < SW; wx += 64) {
+        const int iw = iw0 + wx;
+        const bool ok = rok && iw >= 0 && iw < W;
+        const unsigned sa = (unsigned)__cvta_generic_to_shared(&tiles[buf][rr * SW + wx]);
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"(ok ? xr + iw : x), "r"(ok ? 4 : 0)
+                     : "memory");
+      }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  };
+  const int64_t NC = g.N * g.C_in;
+  if ((int64_t)blockIdx.y < NC) load(blockIdx.y, 0);
+  int buf = 0;
+  for (int64_t nc = blockIdx.y; nc < NC; nc += gridDim.y, buf ^= 1) {
+    if (nc + gridDim.y < NC) { // the next channel loads while this one is computed
+      load(nc + gridDim.y, buf ^ 1);
+      asm volatile("cp.async.wait_group 1;" ::: "memory");
+    } else {
+      asm volatile("cp.async.wait_group 0;" ::: "memory");
+    }
+    __syncthreads();
+    const float *tile = tiles[buf];
+    const int64_t n = nc / g.C_in, ci = nc - n * g.C_in; // one input channel a group: group ci
+    for (int k = 0; k < cog; k++) {
+      const int64_t co = ci * cog + k;
+      float wv[27];
+#pragma unroll
+      for (int t = 0; t < 27; t++) wv[t] = __ldg(w + co * 27 + t);
+      float acc[2][K3_D];
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int d = 0; d < K3_D; d++) acc[r][d] = 0.0f;
+#pragma unroll
+      for (int hh = 0; hh < 4; hh++) // tile rows lh + hh: output row r uses hh = r + kh
+#pragma unroll
+        for (int kw = 0; kw < 3; kw++) {
+          float col[SD];
+#pragma unroll
+          for (int z = 0; z < SD; z++) col[z] = tile[(z * SH + lh + hh) * SW + lw + kw];
+#pragma unroll
+          for (int r = 0; r < 2; r++) {
+            const int kh = hh - r;
+            if (kh < 0 || kh > 2) continue;
+#pragma unroll
+            for (int kd = 0; kd < 3; kd++)
+#pragma unroll
+              for (int d = 0; d < K3_D; d++) acc[r][d] = fmaf(col[d + kd], wv[(kd * 3 + kh) * 3 + kw], acc[r][d]);
+          }
+        }
+      const float bv = b ? __ldg(b + co) : 0.0f;
+      const int ow = ow0 + lw;
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int d = 0; d < K3_D; d++) {
+          const int od = od0 + d, oh = oh0 + lh + r;
+          if (od < OD && oh < OH && ow < OW) y[(((n * g.C_out + co) * OD + od) * OH + oh) * (int64_t)OW + ow] = acc[r][d] + bv;
+        }
+    }
+    __syncthreads(); // this tile is read before the next pass loads into it
+  }
+}
+
 extern "C" int volua_cuda_conv3d_depthwise(const volua_conv3d_geom *g, const float *x, const float *w,
                                            const float *b, float *y, volua_math_mode math, cudaStream_t s,
                                            char *err) {
@@ -130,6 +230,35 @@ extern "C" int volua_cuda_conv3d_depthwise(const volua_conv3d_geom *g, const flo
   const int64_t total = g->N * g->C_out * g->out[0] * g->out[1] * ((g->out[2] + DW_R - 1) / DW_R);
   if (total <= 0) return VOLUA_FAST_NOT_APPLICABLE;
   const int64_t sample = g->in[0] * g->in[1] * g->in[2];
+  int k3 = g->C_in == g->groups && sample < INT32_MAX / 2 && g->out[0] < INT32_MAX / 2 && g->out[1] < INT32_MAX / 2 &&
+           g->out[2] < INT32_MAX / 2;
+  for (int d = 0; d < 3; d++)
+    k3 = k3 && g->kernel[d] == 3 && g->stride[d] == 1 && g->dilation[d] == 1 && g->pad_lo[d] < INT32_MAX / 4;
+  const char *ke = getenv("VOLUA_DW_K3"); // 0: the row kernels (measuring)
+  if (ke && strcmp(ke, "0") == 0) k3 = 0;
+  const int64_t tiles = ((g->out[0] + K3_D - 1) / K3_D) * ((g->out[1] + K3_H - 1) / K3_H) * ((g->out[2] + K3_W - 1) / K3_W);
+  if (k3 && tiles < INT32_MAX) {
+    const int64_t nc = g->N * g->C_in;
+    // several channels per block, so that loads overlap compute; about per_sm blocks an SM (H200,
+    // X-conv-dw: 2: 0.770 ms, 8: 0.639, 16: 0.597, 32: 0.590, 64: 0.590)
+    // (VOLUA_DW_BPS=n for measuring)
+    static int sms = 0;
+    if (sms == 0) {
+      int dev = 0;
+      CUDA_CHECK(cudaGetDevice(&dev));
+      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    }
+    const char *bps = getenv("VOLUA_DW_BPS");
+    const int64_t per_sm = bps && atoi(bps) > 0 ? atoi(bps) : 32;
+    int64_t gy = per_sm * sms / tiles;
+    if (gy < 1) gy = 1;
+    if (gy > nc) gy = nc;
+    if (gy > 65535) gy = 65535;
+    conv3d_depthwise_k3_kernel<<<dim3((unsigned)tiles, (unsigned)gy), 256, 0, s>>>(*g, x, w, b, y);
+    CUDA_CHECK_LAUNCH();
+    volua_cuda_fast_note_call();
+    return 0;
+  }
   if (g->stride[2] == 1 && g->dilation[2] == 1 && g->kernel[2] <= 7 && sample < INT32_MAX / 2 &&
       g->kernel[0] * g->kernel[1] * g->kernel[2] < INT32_MAX / 8) {
     const int64_t tw = g->N * g->C_out * g->out[0] * g->out[1] * ((g->out[2] + DW_RW - 1) / DW_RW);
