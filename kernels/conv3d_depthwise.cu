@@ -127,8 +127,8 @@ static __global__ void conv3d_depthwise_w1_kernel(volua_conv3d_geom g, const flo
 // computed, then computes it for each of the group's output channels, everything unrolled: a thread
 // has one W column, two rows and all K3_D planes, reads the 4 rows x 3 columns x (K3_D + 2) planes
 // it needs from shared memory once, and keeps the channel's 27 weights in registers. (One channel a
-// block, loading then computing, ran 1.24 ms on X-conv-dw; the row kernels below 0.913; this 0.590:
-// bench/NOTES.md.)
+// block, loading then computing, ran 1.24 ms on X-conv-dw; the row kernels below 0.913; this 0.590
+// with 4-byte copies, 0.303 with 16-byte ones: bench/NOTES.md.)
 #define K3_D 4
 #define K3_H 8
 #define K3_W 64
@@ -136,8 +136,9 @@ static __global__ void __launch_bounds__(256) conv3d_depthwise_k3_kernel(volua_c
                                                                          const float *__restrict__ w,
                                                                          const float *__restrict__ b,
                                                                          float *__restrict__ y) {
-  constexpr int SD = K3_D + 2, SH = K3_H + 2, SW = K3_W + 2;
-  __shared__ float tiles[2][SD * SH * SW]; // the channel being computed, and the next one loading
+  // a tile row: K3_W + 2 columns from cshift on (SW: room for a shift of up to 3, in groups of 4)
+  constexpr int SD = K3_D + 2, SH = K3_H + 2, SW = K3_W + 8, G = SW / 4;
+  __shared__ __align__(16) float tiles[2][SD * SH * SW]; // the channel being computed, and the next one loading
   const int D = (int)g.in[0], H = (int)g.in[1], W = (int)g.in[2];
   const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
   const int tw = (OW + K3_W - 1) / K3_W, th = (OH + K3_H - 1) / K3_H;
@@ -146,20 +147,36 @@ static __global__ void __launch_bounds__(256) conv3d_depthwise_k3_kernel(volua_c
   const int id0 = od0 - (int)g.pad_lo[0], ih0 = oh0 - (int)g.pad_lo[1], iw0 = ow0 - (int)g.pad_lo[2];
   const int cog = (int)(g.C_out / g.groups), tid = threadIdx.x;
   const int lw = tid % K3_W, lh = (tid / K3_W) * 2; // this thread's column and first row
-  // the tile of channel nc into buffer buf by cp.async (zeros outside the input): rows (dz, hy), a
-  // row's columns by 64 lanes
+  // With W a multiple of 4 and a 16-byte aligned input (v4), a tile row starts cshift columns early,
+  // at a multiple of 4, so that it is copied in groups of 4 wholly inside the input or wholly outside:
+  // 16-byte copies (4-byte ones took a third of the kernel's instructions).
+  const bool v4 = W % 4 == 0 && ((uintptr_t)x % 16) == 0;
+  const int cshift = v4 ? ((iw0 % 4) + 4) % 4 : 0;
+  // the tile of channel nc into buffer buf by cp.async (zeros outside the input), rows (dz, hy)
   auto load = [&](int64_t nc, int buf) {
     const float *xc = x + nc * (int64_t)D * H * W;
-    for (int rr = tid / 64; rr < SD * SH; rr += 4) {
-      const int hy = rr % SH, dz = rr / SH, id = id0 + dz, ih = ih0 + hy;
-      const bool rok = id >= 0 && id < D && ih >= 0 && ih < H;
-      const float *xr = xc + ((int64_t)id * H + ih) * W;
-      for (int wx = tid % 64; wx < SW; wx += 64) {
-        const int iw = iw0 + wx;
-        const bool ok = rok && iw >= 0 && iw < W;
-        const unsigned sa = (unsigned)__cvta_generic_to_shared(&tiles[buf][rr * SW + wx]);
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"(ok ? xr + iw : x), "r"(ok ? 4 : 0)
+    if (v4) {
+      for (int e = tid; e < SD * SH * G; e += blockDim.x) { // (row, group of 4)
+        const int rr = e / G, grp = e - rr * G, hy = rr % SH, dz = rr / SH, id = id0 + dz, ih = ih0 + hy;
+        const int iw = iw0 - cshift + 4 * grp;
+        const bool ok = id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W;
+        const unsigned sa = (unsigned)__cvta_generic_to_shared(&tiles[buf][rr * SW + 4 * grp]);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa),
+                     "l"(ok ? xc + ((int64_t)id * H + ih) * W + iw : x), "r"(ok ? 16 : 0)
                      : "memory");
+      }
+    } else {
+      for (int rr = tid / 64; rr < SD * SH; rr += 4) { // a row's columns by 64 lanes
+        const int hy = rr % SH, dz = rr / SH, id = id0 + dz, ih = ih0 + hy;
+        const bool rok = id >= 0 && id < D && ih >= 0 && ih < H;
+        const float *xr = xc + ((int64_t)id * H + ih) * W;
+        for (int wx = tid % 64; wx < K3_W + 2; wx += 64) {
+          const int iw = iw0 + wx;
+          const bool ok = rok && iw >= 0 && iw < W;
+          const unsigned sa = (unsigned)__cvta_generic_to_shared(&tiles[buf][rr * SW + wx]);
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"(ok ? xr + iw : x), "r"(ok ? 4 : 0)
+                       : "memory");
+        }
       }
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
@@ -193,7 +210,7 @@ static __global__ void __launch_bounds__(256) conv3d_depthwise_k3_kernel(volua_c
         for (int kw = 0; kw < 3; kw++) {
           float col[SD];
 #pragma unroll
-          for (int z = 0; z < SD; z++) col[z] = tile[(z * SH + lh + hh) * SW + lw + kw];
+          for (int z = 0; z < SD; z++) col[z] = tile[(z * SH + lh + hh) * SW + cshift + lw + kw];
 #pragma unroll
           for (int r = 0; r < 2; r++) {
             const int kh = hh - r;

@@ -215,13 +215,16 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {kind = "c", n = 2, cin = 6, cout = 12, groups = 6, size = {5, 7, 9}, k = {3, 3, 2}, stride = {1, 2, 1},
          dilation = {2, 1, 1}, padding = {1, 0, 1}, bias = true},               -- depthwise, 2 outputs a channel
         {kind = "c", n = 1, cin = 8, cout = 16, groups = 4, size = {4, 6, 11}, k = 3, padding = 2, bias = true}, -- 2 in, 4 out a group
-        -- stride 1, dilation 1, one input channel a group (the tiled kernel): X-conv-dw reduced with rows
+        -- stride 1, dilation 1, one input channel a group (the tiled k3 kernel): X-conv-dw reduced with rows
         -- of 70 (two tiles along W, the second partial), partial tiles along D and H, an asymmetric
         -- kernel with its own padding per dim, 3 outputs a channel, and a volume smaller than a tile
         {kind = "c", n = 2, cin = 8, cout = 8, groups = 8, size = {9, 13, 70}, k = 3, padding = 1, bias = true},
         {kind = "c", n = 1, cin = 4, cout = 4, groups = 4, size = {6, 11, 40}, k = {2, 5, 7}, padding = {0, 2, 3}},
         {kind = "c", n = 1, cin = 4, cout = 12, groups = 4, size = {5, 9, 20}, k = 3, bias = true},
         {kind = "c", n = 3, cin = 2, cout = 2, groups = 2, size = {3, 3, 3}, k = 3, padding = 1},
+        -- W a multiple of 4 (16-byte copies, the tile starting 3 and 2 columns early)
+        {kind = "c", n = 1, cin = 4, cout = 4, groups = 4, size = {6, 10, 68}, k = 3, padding = 1, bias = true},
+        {kind = "c", n = 2, cin = 3, cout = 6, groups = 3, size = {4, 9, 12}, k = 3, padding = 2},
       }
       for i, c in ipairs(cases) do
         if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
