@@ -135,6 +135,16 @@ end
 
 local function triple(r, lo, hi) return {r.int(lo, hi), r.int(lo, hi), r.int(lo, hi)} end
 
+-- Runs a list of fixed cases: a number k is a cube, seeds follow from `base`, and c.kind (else
+-- `kind`) says which op: "t" conv_transpose3d, "c" conv3d.
+local function run_cases(mode, cases, base, kind)
+  for i, c in ipairs(cases) do
+    if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
+    c.seed = SEED + base + 100 * i
+    if (c.kind or kind) == "t" then transpose_case(mode, c) else conv3d_case(mode, c) end
+  end
+end
+
 -- Output sizes of a random case must be positive: grows the input until they are.
 local function fit(size, k, s, p, d)
   for i = 1, 3 do
@@ -163,11 +173,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 2, cin = 3, cout = 8, size = {7, 9, 13}, k = {2, 3, 3}, stride = {1, 2, 3}, dilation = {2, 1, 2},
          padding = {1, 2, 0}},
       }
-      for i, c in ipairs(cases) do
-        if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
-        c.seed = SEED + 100 * i
-        conv3d_case(mode, c)
-      end
+      run_cases(mode, cases, 0, "c")
     end)
 
     it("conv3d: random shapes, stride, dilation, padding", function()
@@ -190,11 +196,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 2, cin = 3, cout = 12, size = {5, 5, 5}, k = {1, 3, 2}, stride = {1, 2, 3}, dilation = {1, 3, 2},
          padding = {0, 1, 1}, output_padding = {0, 2, 1}},
       }
-      for i, c in ipairs(cases) do
-        if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
-        c.seed = SEED + 1000 + 100 * i
-        transpose_case(mode, c)
-      end
+      run_cases(mode, cases, 1000, "t")
     end)
 
     it("groups: KernelBench-like grouped transposed convs, grouped conv3d, depthwise (conv3d_depthwise.cu)", function()
@@ -203,7 +205,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
          padding = {1, 2, 3}, output_padding = 1, bias = true},                  -- L1-72-like
         {kind = "t", n = 1, cin = 32, cout = 32, groups = 4, size = {4, 6, 9}, k = 3, stride = 2, padding = 1}, -- L1-73-like
         {kind = "t", n = 1, cin = 6, cout = 9, groups = 3, size = {4, 5, 6}, k = 2, stride = 3, bias = true}, -- dead phases
-        {kind = "t", n = 1, cin = 8, cout = 32, size = {3, 4, 9}, k = 3, stride = 2, padding = 1, bias = true}, -- 256 columns: pairs
+        {kind = "t", n = 1, cin = 8, cout = 32, size = {3, 4, 9}, k = 3, stride = 2, padding = 1, bias = true}, -- 256 columns: W pairs (fp32), every phase (tf32)
         {kind = "t", n = 1, cin = 4, cout = 80, size = {3, 4, 5}, k = 3, stride = 2, padding = 1,
          output_padding = {1, 0, 1}},                                            -- W phase pairs
         {kind = "t", n = 1, cin = 5, cout = 12, size = {3, 4, 6}, k = 3, stride = {3, 1, 2}, padding = 1}, -- pairs, stride 3
@@ -226,11 +228,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {kind = "c", n = 1, cin = 4, cout = 4, groups = 4, size = {6, 10, 68}, k = 3, padding = 1, bias = true},
         {kind = "c", n = 2, cin = 3, cout = 6, groups = 3, size = {4, 9, 12}, k = 3, padding = 2},
       }
-      for i, c in ipairs(cases) do
-        if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
-        c.seed = SEED + 3000 + 100 * i
-        if c.kind == "t" then transpose_case(mode, c) else conv3d_case(mode, c) end
-      end
+      run_cases(mode, cases, 3000)
     end)
 
     it("conv_transpose3d: random shapes, stride, dilation, padding, output_padding", function()
@@ -265,11 +263,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {kind = "t", n = 2, cin = 32, cout = 64, size = {4, 6, 8}, k = 3, stride = 2, padding = 1, dilation = 2,
          specials = 6},                                                         -- L1-77-like
       }
-      for i, c in ipairs(cases) do
-        if type(c.k) == "number" then c.k = {c.k, c.k, c.k} end
-        c.seed = SEED + 4000 + 100 * i
-        if c.kind == "c" then conv3d_case(mode, c) else transpose_case(mode, c) end
-      end
+      run_cases(mode, cases, 4000)
     end)
 
     it("conv3d_group_norm_mean: L2-23 reduced, a large mean, and random shapes", function()
