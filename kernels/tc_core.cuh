@@ -8,8 +8,9 @@
 // phase (parity class) of a transposed convolution is istride = 1 and ostep = stride. Rows M are
 // positions, columns N output channels, K = (input channel, tap). A block takes BM = 256 consecutive
 // positions of one (n, qd) plane (flattened qh*Q2 + qw, so nothing is wasted on row ends) and BN
-// channels; it stages the input patch those positions read into shared memory (cp.async, zeros for
-// padding) and multiplies it, through a table of K offsets, against weights a small kernel has laid
+// channels; it stages the input patch those positions read into shared memory (one TMA box where W
+// is a multiple of 4, else cp.async; zeros for padding) and multiplies it, through a table of K
+// offsets, against weights a small kernel has laid
 // out in fragment order. mma.sync m16n8k8 TF32: math "tf32" is one product; math "fp32" splits
 // each operand into big = tf32(v) and small = tf32(v - big) and adds big*small + small*big into a
 // second accumulator (the tensor core truncates its sums; keeping the small terms apart keeps the
