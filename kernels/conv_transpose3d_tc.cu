@@ -277,10 +277,10 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
       const int wide_ok = math != VOLUA_MATH_FP32 || dense || (pe && strcmp(pe, "1") == 0); // 1: forced (measuring)
       if ((cols <= 128 || wide_ok) && tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
         // Where a phase lacks a union tap, its zero weights meet every input: an infinite or NaN
-        // input would make NaN of outputs it does not reach. The kernel flags non-finite values,
-        // and the direct gather then redoes the output (on the device, only if flagged).
-        // (PhaseMap: the scan for non-finite inputs where some phase lacks a union tap. The flag is
-        // one int kept for the process, cleared once; each call writes its own stamp.)
+        // input would make NaN of outputs it does not reach. The weight preparation then also scans
+        // the input and stamps a device flag where a value is not finite, and the direct gather
+        // redoes the output, gated on the device by the flag (PhaseMap). The flag is one int kept
+        // for the process, cleared once; each call writes its own stamp.
         static int *flag = NULL;
         static int stamp = 0;
         const int64_t xn = g->N * g->C_in * g->in[0] * g->in[1] * g->in[2];
