@@ -118,6 +118,7 @@ TC_DEVICE void tc_bulk_load(void *dst, const void *src, unsigned bytes, uint64_t
 }
 
 TC_DEVICE double tc_shfl_xor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+TC_DEVICE double tc_shfl(double v, int lane) { return __shfl_sync(0xffffffffu, v, lane); } // lane's v
 TC_DEVICE bool tc_all(bool v) { return __all_sync(0xffffffffu, v); } // v on every lane of the (whole) warp
 
 // Named barriers (ids 1..15; 0 is __syncthreads): `count` threads, whole warps, take part.
@@ -256,6 +257,16 @@ static inline double tc_shfl_xor(double v, int mask) {
   w->d[lane] = v;
   w->bar->arrive_and_wait();
   const double r = w->d[lane ^ mask];
+  w->bar->arrive_and_wait();
+  return r;
+}
+
+static inline double tc_shfl(double v, int src) {
+  tc_emu_warp *w = tc_emu.warp;
+  const int lane = (int)(tc_emu.tid.x & 31);
+  w->d[lane] = v;
+  w->bar->arrive_and_wait();
+  const double r = w->d[src & 31];
   w->bar->arrive_and_wait();
   return r;
 }
