@@ -55,6 +55,22 @@ static inline unsigned volua_grid_for(int64_t n, int threads) {
   return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
 }
 
+// Device 0's multiprocessor count into *sms, read once per kernel file (volua uses device 0 only).
+static inline cudaError_t volua_sm_count(int *sms) {
+  static int cached = 0;
+  if (cached == 0) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&cached, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) {
+      cached = 0;
+      return e;
+    }
+  }
+  *sms = cached;
+  return cudaSuccess;
+}
+
 // Grid-stride loop over [0, n) with 64-bit indices.
 #define VOLUA_GRID_LOOP(i, n)                                                              \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                \

@@ -259,12 +259,8 @@ extern "C" int volua_cuda_conv3d_depthwise(const volua_conv3d_geom *g, const flo
     // several channels per block, so that loads overlap compute; about per_sm blocks an SM (H200,
     // X-conv-dw: 2: 0.770 ms, 8: 0.639, 16: 0.597, 32: 0.590, 64: 0.590)
     // (VOLUA_DW_BPS=n for measuring)
-    static int sms = 0;
-    if (sms == 0) {
-      int dev = 0;
-      CUDA_CHECK(cudaGetDevice(&dev));
-      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    }
+    int sms = 0;
+    CUDA_CHECK(volua_sm_count(&sms));
     const char *bps = getenv("VOLUA_DW_BPS");
     const int64_t per_sm = bps && atoi(bps) > 0 ? atoi(bps) : 32;
     int64_t gy = per_sm * sms / tiles;

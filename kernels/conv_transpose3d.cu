@@ -71,12 +71,8 @@ static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const f
   // gated: a few blocks per SM (the usual grid would spend its launch on blocks that only read the gate)
   unsigned grid = volua_grid_for(total, VOLUA_THREADS);
   if (gate) {
-    static int sms = 0; // device 0's, read once (volua uses device 0 only)
-    if (sms == 0) {
-      int dev = 0;
-      CUDA_CHECK(cudaGetDevice(&dev));
-      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    }
+    int sms = 0;
+    CUDA_CHECK(volua_sm_count(&sms));
     if ((int64_t)grid > 2 * (int64_t)sms) grid = (unsigned)(2 * sms);
   }
   if (math == VOLUA_MATH_TF32)
