@@ -17,7 +17,7 @@
 #include "../kernels/conv3d_gn_mean_tc.cu"
 
 thread_local tc_emu_thread tc_emu;
-volua_tc::Env volua_tc::tc_emu_env = {2, 232448}; // 2 "SMs": persistent blocks loop over many tiles
+volua_tc::Env volua_tc::tc_emu_env = {2, 232448, 1}; // 2 "SMs": persistent blocks loop over many tiles; wgmma
 
 extern "C" int volua_cuda_malloc(void **p, int64_t bytes, char *err) {
   *p = malloc((size_t)(bytes > 0 ? bytes : 1));
@@ -334,6 +334,8 @@ int main(int argc, char **argv) {
   // VOLUA_EMU_SMS: the emulated SM count (2 by default; more gives more persistent blocks and
   // fewer tiles to each)
   if (getenv("VOLUA_EMU_SMS")) volua_tc::tc_emu_env.sms = atoi(getenv("VOLUA_EMU_SMS"));
+  // VOLUA_EMU_WG=0: the k-loops by mma.sync (tc_compute) instead of wgmma (tc_compute_wg)
+  if (getenv("VOLUA_EMU_WG")) volua_tc::tc_emu_env.wg = atoi(getenv("VOLUA_EMU_WG"));
   if (argc > 2) rng.seed((uint64_t)atoll(argv[2])); // a second argument: the seed of the random cases
   const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};
   for (volua_math_mode m : modes) {

@@ -1,10 +1,10 @@
 #!/bin/sh
-# build.sh ROOT OUTDIR NVCC: compiles each kernels/*.cu for Hopper (sm_90 code + PTX) when it or a
+# build.sh ROOT OUTDIR NVCC: compiles each kernels/*.cu for Hopper (sm_90a code, for wgmma, + compute_90 PTX) when it or a
 # header is newer than its object, in parallel, and archives them into libvolua_kernels.a.
 set -e
 ROOT=$1; OUT=$2; NVCC=$3
 mkdir -p "$OUT"
-FLAGS="-O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC"
+FLAGS="-O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC"
 newest_header=$(ls -t "$ROOT"/kernels/*.h "$ROOT"/kernels/*.cuh "$ROOT"/src/op_params.h 2>/dev/null | head -n 1)
 pids=""
 built=0

@@ -1,47 +1,12 @@
 // conv3d_gn_mean_tc.cu: group_norm(conv3d(x)).mean over (C, D, H, W) in one pass on tensor cores:
 // the implicit GEMM of tc_core.cuh with a statistics epilogue (per-channel sums of v and v*v in
-// double, per block), then one warp per sample applies the closed form of
-// src/cpu/conv3d_gn_mean.c. The conv output never goes to device memory.
+// double, per block); the last block of each sample then applies the closed form of
+// src/cpu/conv3d_gn_mean.c with one warp (tc_gn_finish). Two launches: the weight preparation (which
+// also zeroes the per-sample counts) and the statistics kernel. The conv output never goes to
+// device memory.
 #include "tc_core.cuh"
 
 using namespace volua_tc;
-
-// The fused op's closed form per sample from the per-channel sums (see src/cpu/conv3d_gn_mean.c):
-// mean = (1/C) sum_c (w_c * rstd_g * (mean_c - mu_g) + b_c). One warp per sample (block n), lane c
-// for channel c (C <= 32). (With one thread per sample and its channels in local arrays, ncu timed
-// this kernel at 27.6 us for L2-23, beside 191 us for its statistics kernel in tf32.)
-TC_GLOBAL void tc_gn_finish_kernel(const double *partials, int parts, int64_t N, int64_t C, int64_t groups,
-                                   int64_t S, double eps, const float *gw, const float *gb, float *y) {
-  const int64_t n = blockIdx.x;
-  const int c = (int)threadIdx.x, cpg = (int)(C / groups);
-  double cm = 0.0, cs = 0.0; // channel c's mean, and its sum of squares
-  if (c < C) {
-    double s1 = 0.0, s2 = 0.0;
-    for (int q = 0; q < parts; q++) {
-      s1 += partials[((n * parts + q) * C + c) * 2 + 0];
-      s2 += partials[((n * parts + q) * C + c) * 2 + 1];
-    }
-    cm = s1 / (double)S;
-    cs = s2;
-  }
-  // the group's mean and sum of squares, from its channels' lanes (every lane takes part)
-  const int g0 = c < C ? c / cpg * cpg : 0;
-  double mu = 0.0, sq = 0.0;
-  for (int k = 0; k < cpg; k++) {
-    mu += tc_shfl(cm, g0 + k);
-    sq += tc_shfl(cs, g0 + k);
-  }
-  double v = 0.0;
-  if (c < C) {
-    mu /= (double)cpg;
-    double var = sq / ((double)cpg * (double)S) - mu * mu;
-    if (var < 0.0) var = 0.0;
-    const double rstd = 1.0 / sqrt(var + eps);
-    v = (gw ? (double)gw[c] : 1.0) * rstd * (cm - mu) + (gb ? (double)gb[c] : 0.0);
-  }
-  for (int m = 16; m >= 1; m >>= 1) v += tc_shfl_xor(v, m);
-  if (c == 0 && n < N) y[n] = (float)(v / (double)C);
-}
 
 extern "C" int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
                                             const float *cb, const float *gw, const float *gb, float *y,
@@ -88,23 +53,26 @@ extern "C" int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, 
   int64_t parts_max = (int64_t)8 * env.sms / p.N;
   if (parts_max < 1) parts_max = 1;
   if (parts_max > p.tiles_per_n) parts_max = p.tiles_per_n;
+  // one allocation: the partial sums, then the per-sample counts
   double *partials = NULL;
-  if (volua_cuda_malloc(reinterpret_cast<void **>(&partials), p.N * parts_max * p.C_out * 2 * 8, err)) return 1;
+  const int64_t nsums = p.N * parts_max * p.C_out * 2;
+  if (volua_cuda_malloc(reinterpret_cast<void **>(&partials), nsums * 8 + p.N * 4, err)) return 1;
+  p.partials = partials;
+  p.done = reinterpret_cast<int *>(partials + nsums);
+  p.y = y;
+  p.gn_groups = g->groups;
+  p.gn_S = c->out[0] * c->out[1] * c->out[2];
+  p.gn_eps = g->eps;
+  p.gn_w = gw;
+  p.gn_b = gb;
   float *wprep = NULL;
   if (tc_prep_weights(p, m, &wprep, s, op, err)) {
     volua_cuda_free(partials);
     return 1;
   }
   p.wprep = wprep;
-  p.partials = partials;
   p.parts = (int)parts_max;
-  int rc = tc_launch_stats(p, env, s, op, err);
-  if (rc == 0) {
-    const int64_t S = c->out[0] * c->out[1] * c->out[2];
-    TC_LAUNCH(tc_gn_finish_kernel, (unsigned)p.N, 32, 0, s, partials, p.parts, p.N, p.C_out,
-              g->groups, S, g->eps, gw, gb, y);
-    rc = tc_launch_failed(op, err);
-  }
+  const int rc = tc_launch_stats(p, env, s, op, err);
   volua_cuda_free(wprep);
   volua_cuda_free(partials);
   if (rc == 0) volua_cuda_fast_note_call();

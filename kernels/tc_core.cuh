@@ -72,6 +72,13 @@ struct Params {
   const float *x, *wprep, *bias;
   float *y;
   double *partials; // EPI_STATS: (N, parts, C_out, 2) sums of v and v*v
+  // EPI_STATS, the fused op's finish: blocks that have written their partial sums of sample n, in
+  // done[n] (zeroed by tc_prep_kernel); the last applies GroupNorm (gn_groups groups, gn_S outputs
+  // per channel, gn_eps, weight gn_w and bias gn_b or none) and writes the sample's mean to y[n]
+  int *done;
+  int64_t gn_groups, gn_S;
+  double gn_eps;
+  const float *gn_w, *gn_b;
   // groups: C_in and C_out are one group's channels; group g of sample n reads the input channels
   // from (n * groups + g) * C_in on and writes the outputs from (n * groups + g) * C_out on, with
   // weights of its own (EPI_STATS: groups 1)
@@ -90,6 +97,7 @@ struct Params {
   int dec32;               // fewer than 2^31 tiles and positions per plane: tc_decode and tc_qrow in 32 bits
   int teams, order, tbufs; // 1 or 2 teams of warps (2: each runs its own tiles), whether they take turns at the
                            // mma, and patch buffers per team (1 or 2; a single team has 2)
+  int wg;                  // the k-loop on wgmma (tc_compute_wg), the weights in its layout (tc_prep_index)
   size_t smem;
   // Sub-GEMMs (a transposed convolution's two W phases of stride 2, conv_transpose3d_tc.cu): nsub
   // GEMMs share the grid of positions (Q[2] the larger phase's column count) and the staged patch
@@ -331,6 +339,116 @@ TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&r
   }
 }
 
+// The same k-loop on wgmma (Params::wg; sm_90a, compute capability 9.0). A warpgroup (4 warps)
+// issues, per k-step and m16 tile i, one 64 x BN x 8 product: each warp's rows are its own A
+// fragment (the same patch loads as tc_compute), B is the k-step's weights read by the tensor core
+// from shared memory (tc_wg_index layout: BN x 8 big parts, then in math "fp32" BN x 8 small ones).
+// The products are asynchronous: with NB 2 the A fragments alternate between two register sets, so
+// that the next k-step's loads overlap this one's products (wait<1>: the products that read a set
+// are done before it is loaded again). bench/wgmma_probe.cu measured this pattern at 377 TFLOP/s on
+// an H200 against mma.sync's 282 (operands in registers). NB 1 (the statistics kernels, capped at
+// 128 registers, where the second set spilled): load, products, wait; the SM's other warpgroups
+// fill the gaps.
+template <int WM, int WN, bool SPLIT, int NB>
+TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int (&ro)[WM][2], const float *Wb,
+                             const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
+  const int t = threadIdx.x & 3;
+  constexpr unsigned step = WN * 32 * (SPLIT ? 4 : 2) * 4; // bytes of one k-step's weights
+  constexpr unsigned small = WN * 64 * 4;                   // from a k-step's big parts to its small ones
+  const tc_wg_ref w0 = tc_wg_make(Wb);
+  uint32_t ab[NB][WM][4], as[NB][WM][4];
+  auto load = [&](uint32_t(&b)[WM][4], uint32_t(&sm)[WM][4], int s) {
+    const int2 kk = ko[s * 4 + t];
+#pragma unroll
+    for (int i = 0; i < WM; i++) {
+      const float v[4] = {*reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.x)),
+                          *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.x)),
+                          *reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.y)),
+                          *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.y))};
+#pragma unroll
+      for (int r = 0; r < 4; r++) {
+        if (SPLIT) {
+          b[i][r] = __float_as_uint(v[r]) & 0xffffe000u;
+          sm[i][r] = __float_as_uint(v[r] - __uint_as_float(b[i][r]));
+        } else {
+          b[i][r] = __float_as_uint(v[r]);
+        }
+      }
+    }
+  };
+  auto issue = [&](const uint32_t(&b)[WM][4], const uint32_t(&sm)[WM][4], int s) {
+    const tc_wg_ref w = tc_wg_at(w0, (unsigned)s * step);
+    tc_wg_fence();
+#pragma unroll
+    for (int i = 0; i < WM; i++) {
+      tc_wg_mma<WN>(acc[i], b[i], w);
+      if (SPLIT) {
+        tc_wg_mma<WN>(corr[i], b[i], tc_wg_at(w, small));
+        tc_wg_mma<WN>(corr[i], sm[i], w);
+      }
+    }
+    tc_wg_commit();
+  };
+  if constexpr (NB == 1) {
+#pragma unroll 1
+    for (int s = 0; s < ksteps; s++) {
+      load(ab[0], as[0], s);
+      issue(ab[0], as[0], s);
+      tc_wg_wait<0>();
+    }
+  } else {
+    load(ab[0], as[0], 0);
+    int s = 0;
+#pragma unroll 1
+    for (; s + 1 < ksteps; s += 2) {
+      issue(ab[0], as[0], s);
+      tc_wg_wait<1>(); // step s - 1's products (set 1) are done
+      load(ab[1], as[1], s + 1);
+      issue(ab[1], as[1], s + 1);
+      tc_wg_wait<1>(); // step s's (set 0)
+      if (s + 2 < ksteps) load(ab[0], as[0], s + 2);
+    }
+    if (s < ksteps) issue(ab[0], as[0], s); // an odd last k-step, loaded above
+    tc_wg_wait<0>();
+  }
+}
+
+// EPI_STATS: the fused op's closed form for sample n from its partial sums (src/cpu/conv3d_gn_mean.c):
+// mean = (1/C) sum_c (w_c * rstd_g * (mean_c - mu_g) + b_c), by one warp, lane c for channel c
+// (C_out <= 32). Group sums by shuffles, the final sum by an xor tree, all in double. (As a kernel
+// of its own, a thread per sample, ncu timed it at 27.6 us for L2-23; a warp per sample, 5 us plus
+// a launch; here, in the sample's last statistics block, nothing but its own instructions.)
+TC_DEVICE void tc_gn_finish(const Params &p, int64_t n, int parts, int lane) {
+  const int c = lane, C = (int)p.C_out, cpg = (int)(p.C_out / p.gn_groups);
+  double cm = 0.0, cs = 0.0; // channel c's mean, and its sum of squares
+  if (c < C) {
+    double s1 = 0.0, s2 = 0.0;
+    for (int q = 0; q < parts; q++) {
+      s1 += tc_ld_l2(p.partials + ((n * parts + q) * C + c) * 2 + 0);
+      s2 += tc_ld_l2(p.partials + ((n * parts + q) * C + c) * 2 + 1);
+    }
+    cm = s1 / (double)p.gn_S;
+    cs = s2;
+  }
+  // the group's mean and sum of squares, from its channels' lanes (every lane takes part)
+  const int g0 = c < C ? c / cpg * cpg : 0;
+  double mu = 0.0, sq = 0.0;
+  for (int k = 0; k < cpg; k++) {
+    mu += tc_shfl(cm, g0 + k);
+    sq += tc_shfl(cs, g0 + k);
+  }
+  double v = 0.0;
+  if (c < C) {
+    mu /= (double)cpg;
+    double var = sq / ((double)cpg * (double)p.gn_S) - mu * mu;
+    if (var < 0.0) var = 0.0;
+    const double rstd = 1.0 / sqrt(var + p.gn_eps);
+    v = (p.gn_w ? (double)p.gn_w[c] : 1.0) * rstd * (cm - mu) + (p.gn_b ? (double)p.gn_b[c] : 0.0);
+  }
+  for (int m = 16; m >= 1; m >>= 1) v += tc_shfl_xor(v, m);
+  if (c == 0) p.y[n] = (float)(v / (double)C);
+}
+
 // The persistent kernel. EPI_STORE writes y at each position; EPI_WBOX also writes bias (or 0)
 // at the output columns between this phase's columns (a transposed convolution whose W dim has
 // one live phase: every row it touches is then written whole, in one pass); EPI_STATS writes
@@ -488,6 +606,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   tc_commit();
   if (teams > 1) { // the weights, staged by both teams, before either reads them
     tc_wait<0>();
+    if (p.wg) tc_fence_proxy_async();
     TC_SYNC();
   }
 
@@ -516,6 +635,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       tc_wait<0>();
     }
     if (p.tma) tc_mbar_wait(sbar(pslot(it)), sphase(pslot(it))); // (again for a shared patch: returns at once)
+    if (p.wg) tc_fence_proxy_async(); // weights this thread staged (cp.async), before wgmma reads them
     tsync();
 
     if (c == 0) {
@@ -555,10 +675,14 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       for (int h = 0; h < 2; h++)
         ro[i][h] = (buf_off + dq[i][h] * (int)p.istride[1] * p.pitch_w + qw[i][h] * (int)p.istride[2] + p.cshift) * 4;
     if (order) take_turn(it);
-    tc_compute<WM, WN, SPLIT>(NSUB == 1 ? p.ksteps : p.sub_ksteps[sb], reinterpret_cast<const char *>(pb), ro,
-                              NSUB == 1 ? ((p.nchunks > 1 && (it & 1)) ? wb1 : wb0)
-                                        : wonce ? wb0 + sb * p.w_floats : (it & 1) ? wb1 : wb0,
-                              reinterpret_cast<const int2 *>(kot + sb * (p.kofs_bytes / 4)), acc, corr);
+    {
+      const int ks = NSUB == 1 ? p.ksteps : p.sub_ksteps[sb];
+      const float *wk = NSUB == 1 ? ((p.nchunks > 1 && (it & 1)) ? wb1 : wb0)
+                                  : wonce ? wb0 + sb * p.w_floats : (it & 1) ? wb1 : wb0;
+      const int2 *kt = reinterpret_cast<const int2 *>(kot + sb * (p.kofs_bytes / 4));
+      if (p.wg) tc_compute_wg<WM, WN, SPLIT, EPI == EPI_STATS ? 1 : 2>(ks, reinterpret_cast<const char *>(pb), ro, wk, kt, acc, corr);
+      else tc_compute<WM, WN, SPLIT>(ks, reinterpret_cast<const char *>(pb), ro, wk, kt, acc, corr);
+    }
     if (order) pass_turn(it);
     if (nbuf == 1) { // the team's one buffer is read: the next item loads during this epilogue
       tsync();
@@ -881,6 +1005,17 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       out[0] = s1;
       out[1] = s2;
     }
+    // The sample's last block to have written its sums applies the closed form (the usual fence,
+    // barrier, count; the count's old value says who is last). red is free again after the barrier.
+    tc_threadfence();
+    TC_SYNC();
+    int *last = reinterpret_cast<int *>(red);
+    if (tid == 0) *last = tc_atomic_add(p.done + nst, 1) == (int)gridDim.x - 1;
+    TC_SYNC();
+    if (*last && warp == 0) {
+      tc_threadfence();
+      tc_gn_finish(p, nst, (int)gridDim.x, lane);
+    }
   }
 }
 
@@ -890,12 +1025,28 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
 // Element i of the prepared weights: its part e (0, 1: b0, b1; 2, 3: their small parts), group,
 // chunk, K index k (within the chunk) and column (output channel, or (channel, phase) for
 // EPI_PHASES). Shared by tc_prep_kernel and conv_transpose3d_tc.cu's phase preparation.
+// With Params::wg the same values are in the layout tc_compute_wg reads (see there).
 struct PrepIndex {
   int e, c;
   int64_t grp, k, col;
 };
 TC_DEVICE PrepIndex tc_prep_index(const Params &p, int64_t i) {
   PrepIndex x;
+  if (p.wg) { // wgmma's layout: per (group, co block, chunk, k-step), part (big, small), tc_wg_index(n, k)
+    const int per = p.BN * 8, parts = p.E / 2;
+    int64_t r = i / (per * parts);
+    const int in = (int)(i - r * per * parts), part = in / per, ci = in - part * per;
+    const int s = (int)(r % p.ksteps);
+    r /= p.ksteps;
+    x.c = (int)(r % p.nchunks);
+    r /= p.nchunks;
+    const int64_t cb = r % p.co_blocks;
+    x.grp = r / p.co_blocks;
+    x.e = 2 * part; // (tc_prep_part: e >= 2 is a small part)
+    x.k = (int64_t)s * 8 + ((ci >> 5) & 1) * 4 + (ci & 3);
+    x.col = cb * p.BN + (ci >> 6) * 8 + ((ci >> 2) & 7);
+    return x;
+  }
   int64_t r = i / p.E;
   x.e = (int)(i - r * p.E);
   const int lane = (int)(r % 32);
@@ -924,6 +1075,9 @@ TC_DEVICE float tc_prep_part(float v, int e, int E) {
 
 TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) {
   const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
+  if (p.done) // EPI_STATS: the per-sample counts of the finish, zeroed here (a launch fewer than a memset)
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.N; i += (int64_t)blockDim.x * gridDim.x)
+      p.done[i] = 0;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (int64_t)blockDim.x * gridDim.x) {
     const PrepIndex x = tc_prep_index(p, i);
@@ -946,6 +1100,7 @@ TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) 
 struct Env {
   int sms;        // multiprocessors
   int smem_optin; // bytes of dynamic shared memory a block may have
+  int wg;         // k-loops on wgmma: compute capability 9.0 (the sm_90a code), unless VOLUA_TC_WGMMA=0
 };
 
 static inline int64_t tc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -966,6 +1121,10 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   p.teams = teams;
   p.tbufs = tbufs;
   p.order = 0;
+  // wgmma where it measured faster (bench/NOTES.md, sixth session): math "fp32" (three products per
+  // A fragment), and math "tf32" with 64 channels per block; with fewer the A loads per product
+  // dominate (conv3d 32 -> 32 channels, 8 % slower; L2-23's statistics, 5 %)
+  p.wg = env.wg && (split || WN >= 8);
   p.WM = WM;
   p.BM = TC_WARPS / teams * WM * 16;
   p.BN = WN * 8;
@@ -1086,6 +1245,11 @@ static inline int tc_get_env(Env *env, const char *op, char *err) {
     TC_CHECK(cudaGetDevice(&dev));
     TC_CHECK(cudaDeviceGetAttribute(&e.sms, cudaDevAttrMultiProcessorCount, dev));
     TC_CHECK(cudaDeviceGetAttribute(&e.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int major = 0, minor = 0;
+    TC_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    TC_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    const char *w = getenv("VOLUA_TC_WGMMA");
+    e.wg = major == 9 && minor == 0 && !(w && strcmp(w, "0") == 0);
     cached = e;
   }
   *env = cached;
@@ -1189,12 +1353,12 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   char line[512];
   snprintf(line, sizeof line,
           "volua tc: %s %s BM %d BN %d %s, Q (%lld, %lld, %lld) taps (%lld, %lld, %lld), C_in %lld in %d chunk(s) of "
-          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld, %d team(s)%s%s%s\n",
+          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld, %d team(s)%s%s%s%s\n",
           op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : epi == EPI_PHASES ? "phases" : "store", p.BM, p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
           (long long)p.Q[0], (long long)p.Q[1], (long long)p.Q[2], (long long)p.taps[0], (long long)p.taps[1],
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y, p.teams, p.order ? " in turns" : "",
-          p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "", p.tma ? ", TMA patches" : "");
+          p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "", p.tma ? ", TMA patches" : "", p.wg ? ", wgmma" : "");
   if (p.nsub == 2) { // the two sub-GEMMs' taps along W, before the line's end
     const size_t len = strlen(line);
     if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", 2 sub-GEMMs (W taps %lld, %lld)\n",

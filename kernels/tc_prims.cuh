@@ -1,6 +1,6 @@
 // tc_prims.cuh: the few machine primitives the tensor-core convolutions (tc_core.cuh) use: TF32
-// rounding, mma.sync m16n8k8, cp.async, TMA tensor loads and their mbarriers, barriers, warp
-// shuffles, memsets and launches. Compiled for the GPU,
+// rounding, mma.sync m16n8k8, wgmma, cp.async, TMA tensor loads and their mbarriers, barriers, warp
+// shuffles, fences and atomics, memsets and launches. Compiled for the GPU,
 // or, with VOLUA_TC_EMULATE, for the host, where each block runs as CPU threads and a warp's mma is
 // computed from its lanes' fragments: bench/tc_emulate.cpp checks the index arithmetic without a GPU.
 #ifndef VOLUA_KERNELS_TC_PRIMS_CUH
@@ -8,6 +8,14 @@
 
 #include <stdint.h>
 #include <string.h>
+
+// Where element (n, k) of an N x 8 wgmma operand (k: 0..7 of a k-step) is, in floats: core matrix
+// (n / 8, k / 4), 8 rows of 4 floats (16 bytes) each, 128 bytes apart along K and 256 along N.
+static inline
+#ifndef VOLUA_TC_EMULATE
+__host__ __device__
+#endif
+int tc_wg_index(int n, int k) { return (n >> 3) * 64 + (k >> 2) * 32 + (n & 7) * 4 + (k & 3); }
 
 #ifndef VOLUA_TC_EMULATE
 
@@ -120,11 +128,75 @@ TC_DEVICE void tc_bulk_load(void *dst, const void *src, unsigned bytes, uint64_t
 TC_DEVICE double tc_shfl_xor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 TC_DEVICE double tc_shfl(double v, int lane) { return __shfl_sync(0xffffffffu, v, lane); } // lane's v
 TC_DEVICE bool tc_all(bool v) { return __all_sync(0xffffffffu, v); } // v on every lane of the (whole) warp
+TC_DEVICE void tc_threadfence() { __threadfence(); }
+TC_DEVICE int tc_atomic_add(int *p, int v) { return atomicAdd(p, v); } // the old value
+TC_DEVICE double tc_ld_l2(const double *p) { return __ldcg(p); }      // past L1: another block's writes
 
 // Named barriers (ids 1..15; 0 is __syncthreads): `count` threads, whole warps, take part.
 // tc_bar_sync waits for the phase to complete; tc_bar_arrive counts towards it without waiting.
 TC_DEVICE void tc_bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory"); }
 TC_DEVICE void tc_bar_arrive(int id, int count) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory"); }
+
+
+// -- wgmma (sm_90a): a warpgroup's (4 warps') 64 x N x 8 product, D += A * B. A from registers, in
+// mma.sync's m16n8k8 fragment order, warp w of the group holding rows 16w..16w+15; B from shared
+// memory, N x 8 in the no-swizzle K-major core-matrix layout (tc_wg_index), named by a descriptor;
+// D in mma.sync's C order per n8 tile. Asynchronous: tc_wg_fence before the first product that
+// reads registers written since, tc_wg_commit after a batch, tc_wg_wait<n> until at most n batches
+// are in flight (before A or D registers are written or read again). bench/wgmma_probe.cu checked
+// these layouts on an H200. Built only into the sm_90a code: the host takes this path on compute
+// capability 9.0 only (Env::wg), where the runtime loads that code.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TC_WG_ASM(...) asm volatile(__VA_ARGS__)
+#define TC_WG_OP(text) asm volatile(text ::: "memory")
+#else
+#define TC_WG_ASM(...) __trap()
+#define TC_WG_OP(text) __trap()
+#endif
+typedef uint64_t tc_wg_ref; // B's shared-memory descriptor: address, LBO 128 (along K), SBO 256 (along N), no swizzle
+TC_DEVICE tc_wg_ref tc_wg_make(const float *b) {
+  return (uint64_t)((tc_smem_addr(b) >> 4) & 0x3fffu) | (uint64_t)(128 >> 4) << 16 | (uint64_t)(256 >> 4) << 32;
+}
+TC_DEVICE tc_wg_ref tc_wg_at(tc_wg_ref r, unsigned bytes) { return r + (bytes >> 4); } // (no carry: shared offsets < 2^18)
+TC_DEVICE void tc_wg_fence() { TC_WG_OP("wgmma.fence.sync.aligned;"); }
+TC_DEVICE void tc_wg_commit() { TC_WG_OP("wgmma.commit_group.sync.aligned;"); }
+template <int N> TC_DEVICE void tc_wg_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#else
+  __trap();
+#endif
+}
+// Orders this thread's generic-proxy writes to shared memory (st.shared, cp.async) before later
+// reads by the async proxy (wgmma's B operand).
+TC_DEVICE void tc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+template <int WN> TC_DEVICE void tc_wg_mma(float (&d)[WN][4], const uint32_t (&a)[4], tc_wg_ref b);
+template <> TC_DEVICE void tc_wg_mma<1>(float (&d)[1][4], const uint32_t (&a)[4], tc_wg_ref b) {
+  TC_WG_ASM("wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, 1, 1, 1;"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <> TC_DEVICE void tc_wg_mma<2>(float (&d)[2][4], const uint32_t (&a)[4], tc_wg_ref b) {
+  TC_WG_ASM("wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, 1, 1, 1;"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <> TC_DEVICE void tc_wg_mma<3>(float (&d)[3][4], const uint32_t (&a)[4], tc_wg_ref b) {
+  TC_WG_ASM("wgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, %16, 1, 1, 1;"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <> TC_DEVICE void tc_wg_mma<4>(float (&d)[4][4], const uint32_t (&a)[4], tc_wg_ref b) {
+  TC_WG_ASM("wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, 1, 1, 1;"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <> TC_DEVICE void tc_wg_mma<8>(float (&d)[8][4], const uint32_t (&a)[4], tc_wg_ref b) {
+  TC_WG_ASM("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, 1, 1, 1;"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
 
 static inline cudaError_t tc_memset_async(void *p, int v, size_t n, tc_stream s) { return cudaMemsetAsync(p, v, n, s); }
 
@@ -282,6 +354,10 @@ static inline bool tc_all(bool v) {
   return all;
 }
 
+static inline void tc_threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static inline int tc_atomic_add(int *p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
+static inline double tc_ld_l2(const double *p) { return *p; }
+
 static inline std::barrier<> *tc_emu_bar(int id, int count) {
   tc_emu_named *nb = tc_emu.named;
   std::lock_guard<std::mutex> lock(nb->m);
@@ -337,6 +413,24 @@ static inline void tc_tma_load5(void *dst, const tc_tmap *m, int c0, int c1, int
 static inline void tc_bulk_load(void *dst, const void *src, unsigned bytes, uint64_t *bar) {
   memcpy(dst, src, bytes);
   tc_emu_tx_done(bar, bytes);
+}
+
+
+// wgmma, emulated: each warp's 16 rows by the emulated mma, B read from shared memory by its
+// core-matrix index (the layout the GPU's descriptor names).
+typedef const float *tc_wg_ref;
+static inline tc_wg_ref tc_wg_make(const float *b) { return b; }
+static inline tc_wg_ref tc_wg_at(tc_wg_ref r, unsigned bytes) { return r + bytes / 4; }
+static inline void tc_wg_fence() {}
+static inline void tc_wg_commit() {}
+template <int N> static inline void tc_wg_wait() {}
+static inline void tc_fence_proxy_async() {}
+template <int WN> static inline void tc_wg_mma(float (&d)[WN][4], const uint32_t (&a)[4], tc_wg_ref b) {
+  const int lane = (int)(tc_emu.tid.x & 31), g = lane >> 2, t = lane & 3;
+  for (int j = 0; j < WN; j++) {
+    const uint32_t bb[2] = {__float_as_uint(b[tc_wg_index(8 * j + g, t)]), __float_as_uint(b[tc_wg_index(8 * j + g, t + 4)])};
+    tc_mma(d[j], a, bb);
+  }
 }
 
 static inline int tc_memset_async(void *p, int v, size_t n, tc_stream) {
