@@ -4,7 +4,7 @@
 set -e
 ROOT=$1; OUT=$2; NVCC=$3
 mkdir -p "$OUT"
-FLAGS="-O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC"
+FLAGS="-O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90 -Xcompiler -fPIC ${VOLUA_NVCC_EXTRA:-}" # (extra: -D switches, for measuring)
 newest_header=$(ls -t "$ROOT"/kernels/*.h "$ROOT"/kernels/*.cuh "$ROOT"/src/op_params.h 2>/dev/null | head -n 1)
 pids=""
 built=0
