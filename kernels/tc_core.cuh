@@ -98,7 +98,6 @@ struct Params {
   int teams, order, tbufs; // 1 or 2 teams of warps (2: each runs its own tiles), whether they take turns at the
                            // mma, and patch buffers per team (1 or 2; a single team has 2)
   int wg;                  // the k-loop on wgmma (tc_compute_wg), the weights in its layout (tc_prep_index)
-  int turn_late;           // teams in turns on wgmma: pass the turn when the products are done, not once issued
   size_t smem;
   // Sub-GEMMs (a transposed convolution's two W phases of stride 2, conv_transpose3d_tc.cu): nsub
   // GEMMs share the grid of positions (Q[2] the larger phase's column count) and the staged patch
@@ -350,12 +349,9 @@ TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&r
 // an H200 against mma.sync's 282 (operands in registers). NB 1 (the statistics kernels, capped at
 // 128 registers, where the second set spilled): load, products, wait; the SM's other warpgroups
 // fill the gaps.
-// issued() runs once the last products are issued, before they are waited for (teams in turns pass
-// the turn there: the other team's products queue behind this one's).
-template <int WM, int WN, bool SPLIT, int NB, class F>
+template <int WM, int WN, bool SPLIT, int NB>
 TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int (&ro)[WM][2], const float *Wb,
-                             const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4],
-                             F &&issued) {
+                             const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
   const int t = threadIdx.x & 3;
   constexpr unsigned step = WN * 32 * (SPLIT ? 4 : 2) * 4; // bytes of one k-step's weights
   constexpr unsigned small = WN * 64 * 4;                   // from a k-step's big parts to its small ones
@@ -398,7 +394,6 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
     for (int s = 0; s < ksteps; s++) {
       load(ab[0], as[0], s);
       issue(ab[0], as[0], s);
-      if (s == ksteps - 1) issued();
       tc_wg_wait<0>();
     }
   } else {
@@ -414,7 +409,6 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
       if (s + 2 < ksteps) load(ab[0], as[0], s + 2);
     }
     if (s < ksteps) issue(ab[0], as[0], s); // an odd last k-step, loaded above
-    issued();
     tc_wg_wait<0>();
   }
 }
@@ -686,13 +680,10 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       const float *wk = NSUB == 1 ? ((p.nchunks > 1 && (it & 1)) ? wb1 : wb0)
                                   : wonce ? wb0 + sb * p.w_floats : (it & 1) ? wb1 : wb0;
       const int2 *kt = reinterpret_cast<const int2 *>(kot + sb * (p.kofs_bytes / 4));
-      if (p.wg)
-        tc_compute_wg<WM, WN, SPLIT, EPI == EPI_STATS ? 1 : 2>(ks, reinterpret_cast<const char *>(pb), ro, wk, kt, acc, corr, [&] {
-          if (order && !p.turn_late) pass_turn(it);
-        });
+      if (p.wg) tc_compute_wg<WM, WN, SPLIT, EPI == EPI_STATS ? 1 : 2>(ks, reinterpret_cast<const char *>(pb), ro, wk, kt, acc, corr);
       else tc_compute<WM, WN, SPLIT>(ks, reinterpret_cast<const char *>(pb), ro, wk, kt, acc, corr);
     }
-    if (order && !(p.wg && !p.turn_late)) pass_turn(it);
+    if (order) pass_turn(it);
     if (nbuf == 1) { // the team's one buffer is read: the next item loads during this epilogue
       tsync();
       if (it + 1 < nitems && pslot(it + 1) != pslot(it)) {
@@ -1537,8 +1528,6 @@ static inline int tc_plan_teams(Params &p, bool split, int epi, const Env &env) 
     Params a = p;
     if (tc_plan(a, p.BN / 8, split, epi, env, p.WM, teams, bufs)) {
       a.order = order;
-      const char *tl = getenv("VOLUA_TC_TURN"); // =late: on wgmma, pass the turn after the products (measuring)
-      a.turn_late = tl && strcmp(tl, "late") == 0;
       p = a;
       return 1;
     }
