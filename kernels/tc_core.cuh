@@ -357,8 +357,13 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
   constexpr unsigned small = WN * 64 * 4;                   // from a k-step's big parts to its small ones
   const tc_wg_ref w0 = tc_wg_make(Wb);
   uint32_t ab[NB][WM][4], as[NB][WM][4];
+  // a step's K offsets come from the load before it (ncu, L1-60 tf32: the address arithmetic
+  // waited on the table's LDS in every step); at the last step the read past the table is unused,
+  // and inside shared memory (the weights follow)
+  int2 kn = ko[t];
   auto load = [&](uint32_t(&b)[WM][4], uint32_t(&sm)[WM][4], int s) {
-    const int2 kk = ko[s * 4 + t];
+    const int2 kk = kn;
+    kn = ko[(s + 1) * 4 + t];
 #pragma unroll
     for (int i = 0; i < WM; i++) {
       const float v[4] = {*reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.x)),
