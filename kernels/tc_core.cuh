@@ -296,9 +296,11 @@ template <int WM, int WN, bool SPLIT>
 TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&ro)[WM][2], const float *__restrict__ Wb,
                           const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
   const int lane = threadIdx.x & 31, t = lane & 3;
+  int2 kn = ko[t]; // each step's K offsets loaded one step ahead (as in tc_compute_wg)
 #pragma unroll 2
   for (int s = 0; s < ksteps; s++) {
-    const int2 kk = ko[s * 4 + t];
+    const int2 kk = kn;
+    kn = ko[(s + 1) * 4 + t];
     uint32_t ab[WM][4], as[WM][4];
 #pragma unroll
     for (int i = 0; i < WM; i++) {
