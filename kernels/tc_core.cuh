@@ -296,7 +296,7 @@ template <int WM, int WN, bool SPLIT>
 TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&ro)[WM][2], const float *__restrict__ Wb,
                           const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
   const int lane = threadIdx.x & 31, t = lane & 3;
-  int2 kn = ko[t]; // each step's K offsets loaded one step ahead (as in tc_compute_wg)
+  int2 kn = ko[t]; // each step's K offsets loaded one step ahead (as in tc_compute_wg; the table's extra step)
 #pragma unroll 2
   for (int s = 0; s < ksteps; s++) {
     const int2 kk = kn;
@@ -360,8 +360,9 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
   const tc_wg_ref w0 = tc_wg_make(Wb);
   uint32_t ab[NB][WM][4], as[NB][WM][4];
   // a step's K offsets come from the load before it (ncu, L1-60 tf32: the address arithmetic
-  // waited on the table's LDS in every step); at the last step the read past the table is unused,
-  // and inside shared memory (the weights follow)
+  // waited on the table's LDS in every step). The table has one k-step more (zero-region offsets),
+  // so that the last step's read stays inside it: past it are the weights, which chunked plans
+  // restage meanwhile (racecheck flagged that read; skipping it by a predicate cost 2-6 %).
   int2 kn = ko[t];
   auto load = [&](uint32_t(&b)[WM][4], uint32_t(&sm)[WM][4], int s) {
     const int2 kk = kn;
@@ -514,7 +515,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
   // -- tables: K offsets into the patch (the padded tail of K reads the zero region) ----
   if (NSUB == 1) {
     const int tv = (int)(p.taps[0] * p.taps[1] * p.taps[2]), kvalid = p.ci_chunk * tv;
-    for (int k = tid; k < p.ksteps * 8; k += blockDim.x) {
+    for (int k = tid; k < (p.ksteps + 1) * 8; k += blockDim.x) { // (one k-step more: tc_compute's look-ahead)
       int v = p.patch_floats;
       if (k < kvalid) {
         const int cil = k / tv, tap = k - cil * tv, t12 = (int)(p.taps[1] * p.taps[2]);
@@ -530,7 +531,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       const int tw = (int)p.sub_taps2[sb], cofs = p.sub_cofs[sb];
       const int tv = (int)(p.taps[0] * p.taps[1]) * tw, kvalid = p.ci_chunk * tv;
       int *kt = kot + sb * (p.kofs_bytes / 4);
-      for (int k = tid; k < p.sub_ksteps[sb] * 8; k += blockDim.x) {
+      for (int k = tid; k < (p.sub_ksteps[sb] + 1) * 8; k += blockDim.x) {
         int v = p.patch_floats;
         if (k < kvalid) {
           const int cil = k / tv, tap = k - cil * tv, t12 = (int)p.taps[1] * tw;
@@ -1213,7 +1214,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
     if (p.tma && cc > 256) continue; // a box of at most 256 channels
     const int al = p.tma ? 32 : 4; // buffer starts: 128 or 16 bytes
     const int64_t patch = cc * pitch_c, buf = (patch + p.zero_floats + al - 1) / al * al;
-    const int64_t kofs_bytes = (ksteps * 8 * 4 + al * 4 - 1) / (al * 4) * (al * 4);
+    const int64_t kofs_bytes = ((ksteps + 1) * 8 * 4 + al * 4 - 1) / (al * 4) * (al * 4); // (+1: the look-ahead)
     const int64_t smem = p.nsub * kofs_bytes + (nch > 1 ? 2 : p.nsub) * w_floats * 4 + teams * tbufs * buf * 4 +
                          p.stats_bytes + (p.tma ? 8 * teams * tbufs : 0);
     if (ksteps > lim || patch > lim || smem > smem_cap) continue;
