@@ -11,7 +11,9 @@
 // channels; it stages the input patch those positions read into shared memory (one TMA box where W
 // is a multiple of 4, else cp.async; zeros for padding) and multiplies it, through a table of K
 // offsets, against weights a small kernel has laid
-// out in fragment order. mma.sync m16n8k8 TF32: math "tf32" is one product; math "fp32" splits
+// out in the k-loop's order. The k-loop is wgmma (sm_90a, tc_compute_wg: math "fp32", and math
+// "tf32" with 64 channels per block) or mma.sync m16n8k8 (tc_compute: the rest, and any GPU other
+// than compute capability 9.0), both TF32: math "tf32" is one product; math "fp32" splits
 // each operand into big = tf32(v) and small = tf32(v - big) and adds big*small + small*big into a
 // second accumulator (the tensor core truncates its sums; keeping the small terms apart keeps the
 // result as accurate as an FMA loop: bench/NOTES.md has the simulation). Blocks are persistent and
