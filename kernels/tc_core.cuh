@@ -1110,7 +1110,7 @@ TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) 
 struct Env {
   int sms;        // multiprocessors
   int smem_optin; // bytes of dynamic shared memory a block may have
-  int wg;         // k-loops on wgmma: compute capability 9.0 (the sm_90a code), unless VOLUA_TC_WGMMA=0
+  int wg;         // k-loops on wgmma: compute capability 9.0 (the sm_90a code), unless VOLUA_TC_WGMMA=0 (2: every plan)
 };
 
 static inline int64_t tc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -1134,7 +1134,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   // wgmma where it measured faster (bench/NOTES.md, sixth session): math "fp32" (three products per
   // A fragment), and math "tf32" with 64 channels per block; with fewer the A loads per product
   // dominate (conv3d 32 -> 32 channels, 8 % slower; L2-23's statistics, 5 %)
-  p.wg = env.wg && (split || WN >= 8);
+  p.wg = env.wg == 2 || (env.wg && (split || WN >= 8)); // (VOLUA_TC_WGMMA=2: everywhere, for measuring)
   p.WM = WM;
   p.BM = TC_WARPS / teams * WM * 16;
   p.BN = WN * 8;
@@ -1259,7 +1259,7 @@ static inline int tc_get_env(Env *env, const char *op, char *err) {
     TC_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     TC_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     const char *w = getenv("VOLUA_TC_WGMMA");
-    e.wg = major == 9 && minor == 0 && !(w && strcmp(w, "0") == 0);
+    e.wg = major == 9 && minor == 0 && !(w && strcmp(w, "0") == 0) ? (w && strcmp(w, "2") == 0 ? 2 : 1) : 0;
     cached = e;
   }
   *env = cached;
