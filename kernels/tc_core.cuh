@@ -1132,8 +1132,10 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   p.tbufs = tbufs;
   p.order = 0;
   // wgmma where it measured faster (bench/NOTES.md, sixth session): math "fp32" (three products per
-  // A fragment), and math "tf32" with 64 channels per block; with fewer the A loads per product
-  // dominate (conv3d 32 -> 32 channels, 8 % slower; L2-23's statistics, 5 %)
+  // A fragment), and math "tf32" with 64 channels per block. With fewer, the A loads per product
+  // weigh more: conv3d 32 -> 32 channels was 8 % slower and L2-23's statistics 5 %, before the K
+  // offsets were loaded a step ahead; after it, X-conv-c32 measured even and L1-70's wbox plan 4 %
+  // faster, while L1-59 (4 k-steps) was 4 % faster on mma.sync. The rule awaits a full measurement.
   p.wg = env.wg == 2 || (env.wg && (split || WN >= 8)); // (VOLUA_TC_WGMMA=2: everywhere, for measuring)
   p.WM = WM;
   p.BM = TC_WARPS / teams * WM * 16;
