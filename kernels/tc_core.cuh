@@ -1260,8 +1260,11 @@ static inline int tc_get_env(Env *env, const char *op, char *err) {
     int major = 0, minor = 0;
     TC_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     TC_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    const char *w = getenv("VOLUA_TC_WGMMA");
-    e.wg = major == 9 && minor == 0 && !(w && strcmp(w, "0") == 0) ? (w && strcmp(w, "2") == 0 ? 2 : 1) : 0;
+    // (CUDA_FORCE_PTX_JIT=1 makes the runtime JIT the compute_90 PTX, which has no wgmma: its
+    // k-loops would trap, so the mma.sync ones run then)
+    const char *w = getenv("VOLUA_TC_WGMMA"), *jit = getenv("CUDA_FORCE_PTX_JIT");
+    const bool ptx = jit && jit[0] && strcmp(jit, "0") != 0;
+    e.wg = major == 9 && minor == 0 && !ptx && !(w && strcmp(w, "0") == 0) ? (w && strcmp(w, "2") == 0 ? 2 : 1) : 0;
     cached = e;
   }
   *env = cached;
