@@ -1,7 +1,8 @@
 -- bench/profile.lua [PROBLEMS [MATHS [CALLS]]]: runs the benchmark's convolution problems on random
 -- inputs (no PyTorch, no checks) CALLS times each, for ncu or a quick look at the launch plans.
 -- PROBLEMS: comma list (default L1-77,L1-60,L1-66,L2-23; also L1-43, pool-k3s1, pool-k2s2, convT-k3s2,
--- L1-59, L1-73, L1-54, L1-61, L1-70, conv-c32, conv-dw, convT-k2s2, L1-72, convT-g4); MATHS: comma list (default fp32,tf32).
+-- L1-59, L1-73, L1-54, L1-61, L1-70, conv-c32, conv-dw, convT-k2s2, L1-72, convT-g4,
+-- conv-s2, conv-g4, L1-58, L1-68); MATHS: comma list (default fp32,tf32).
 -- Run: VOLUA_TC_VERBOSE=1 build/bin/volua bench/profile.lua L2-23 tf32 3
 local vol = require "volua"
 local want = arg and arg[1] or "L1-77,L1-60,L1-66,L2-23"
@@ -51,6 +52,11 @@ local P = {
   -- bench.py's X-conv-dw (depthwise, conv3d_depthwise.cu)
   ["conv-dw"] = conv("conv3d", {8, 64, 32, 64, 64}, {64, 1, 3, 3, 3}, 64, {padding = 1, groups = 64}),
   ["L1-54"] = conv("conv3d", {16, 3, 64, 64, 64}, {64, 3, 3, 3, 3}, nil, {}),
+  -- bench.py's X-conv-s2 and X-conv-g4, and KernelBench L1-58 and L1-68 (transposed, stride 1)
+  ["conv-s2"] = conv("conv3d", {8, 16, 32, 64, 64}, {32, 16, 3, 3, 3}, nil, {stride = 2, padding = 1}),
+  ["conv-g4"] = conv("conv3d", {8, 32, 32, 64, 64}, {64, 8, 3, 3, 3}, nil, {padding = 1, groups = 4}),
+  ["L1-58"] = conv("conv_transpose3d", {16, 32, 16, 32, 64}, {32, 16, 3, 5, 7}, nil, {}),
+  ["L1-68"] = conv("conv_transpose3d", {16, 32, 64, 64, 64}, {32, 64, 3, 5, 5}, nil, {}),
   ["L1-77"] = conv("conv_transpose3d", {16, 32, 16, 32, 32}, {32, 64, 3, 3, 3}, nil,
                    {stride = 2, padding = 1, dilation = 2}),
   ["L1-60"] = conv("conv3d", {16, 3, 64, 64, 64}, {64, 3, 3, 5, 7}, nil, {}),

@@ -1131,12 +1131,6 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   p.teams = teams;
   p.tbufs = tbufs;
   p.order = 0;
-  // wgmma where it measured faster (bench/NOTES.md, sixth session): math "fp32" (three products per
-  // A fragment), and math "tf32" with 64 channels per block. With fewer, the A loads per product
-  // weigh more: conv3d 32 -> 32 channels was 8 % slower and L2-23's statistics 5 %, before the K
-  // offsets were loaded a step ahead; after it, X-conv-c32 measured even and L1-70's wbox plan 4 %
-  // faster, while L1-59 (4 k-steps) was 4 % faster on mma.sync. The rule awaits a full measurement.
-  p.wg = env.wg == 2 || (env.wg && (split || WN >= 8)); // (VOLUA_TC_WGMMA=2: everywhere, for measuring)
   p.WM = WM;
   p.BM = TC_WARPS / teams * WM * 16;
   p.BN = WN * 8;
@@ -1238,6 +1232,14 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
     p.kofs_bytes = (int)kofs_bytes;
     p.smem = (size_t)smem;
   }
+  // k-loops on wgmma where they measured faster (bench/NOTES.md, seventh session: every tensor-core
+  // shape both ways, on the H200): math "fp32" everywhere (three products per A fragment: 3 to 35 %
+  // faster); math "tf32" with 32 or 64 channels per block (up to 18 % faster), but not for grouped
+  // plans (X-conv-g4 and X-convT-g4, 32-channel blocks: 1 % slower), the statistics kernels (L2-23,
+  // 24 channels: 5 % slower) or two-team plans of at most 4 k-steps (L1-59: 4 % slower).
+  // VOLUA_TC_WGMMA=2 takes it everywhere (for measuring).
+  p.wg = env.wg == 2 ||
+         (env.wg && (split || (WN >= 4 && p.groups == 1 && epi != EPI_STATS && !(teams > 1 && p.ksteps <= 4))));
   return best_score >= 0;
 }
 
