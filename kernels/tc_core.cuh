@@ -294,6 +294,31 @@ TC_DEVICE float tc_join(float big, float small) { return fabsf(big) < INFINITY ?
 // needs no conversion, and math "fp32" takes big = the truncated value and small = v - big (exact);
 // the simulation in bench/NOTES.md finds truncation as accurate as rounding here, since the
 // accumulator's own truncation dominates.
+// A k-step's A fragments for the thread's WM m16 tiles (both k-loops): the patch values at row
+// offsets ro[i][h] (bytes) plus the step's K offsets kk (x: column t, y: column t + 4), in mma's
+// fragment order, as the bits the tensor core reads. SPLIT: b gets the TF32 big part, sm the rest
+// (an infinite value makes its small part NaN: tc_join).
+template <int WM, bool SPLIT>
+TC_DEVICE void tc_load_a(const char *__restrict__ P0, const int (&ro)[WM][2], int2 kk, uint32_t (&b)[WM][4],
+                         uint32_t (&sm)[WM][4]) {
+#pragma unroll
+  for (int i = 0; i < WM; i++) {
+    const float v[4] = {*reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.x)),
+                        *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.x)),
+                        *reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.y)),
+                        *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.y))};
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+      if (SPLIT) {
+        b[i][r] = __float_as_uint(v[r]) & 0xffffe000u;
+        sm[i][r] = __float_as_uint(v[r] - __uint_as_float(b[i][r]));
+      } else {
+        b[i][r] = __float_as_uint(v[r]);
+      }
+    }
+  }
+}
+
 template <int WM, int WN, bool SPLIT>
 TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&ro)[WM][2], const float *__restrict__ Wb,
                           const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
@@ -304,22 +329,7 @@ TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&r
     const int2 kk = kn;
     kn = ko[(s + 1) * 4 + t];
     uint32_t ab[WM][4], as[WM][4];
-#pragma unroll
-    for (int i = 0; i < WM; i++) {
-      const float v[4] = {*reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.x)),
-                          *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.x)),
-                          *reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.y)),
-                          *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.y))};
-#pragma unroll
-      for (int r = 0; r < 4; r++) {
-        if (SPLIT) { // (an infinite v makes its small part NaN: tc_join)
-          ab[i][r] = __float_as_uint(v[r]) & 0xffffe000u;
-          as[i][r] = __float_as_uint(v[r] - __uint_as_float(ab[i][r]));
-        } else {
-          ab[i][r] = __float_as_uint(v[r]);
-        }
-      }
-    }
+    tc_load_a<WM, SPLIT>(P0, ro, kk, ab, as);
 #pragma unroll
     for (int j = 0; j < WN; j++) {
       uint32_t bb[2], bs[2];
@@ -369,22 +379,7 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
   auto load = [&](uint32_t(&b)[WM][4], uint32_t(&sm)[WM][4], int s) {
     const int2 kk = kn;
     kn = ko[(s + 1) * 4 + t];
-#pragma unroll
-    for (int i = 0; i < WM; i++) {
-      const float v[4] = {*reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.x)),
-                          *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.x)),
-                          *reinterpret_cast<const float *>(P0 + (ro[i][0] + kk.y)),
-                          *reinterpret_cast<const float *>(P0 + (ro[i][1] + kk.y))};
-#pragma unroll
-      for (int r = 0; r < 4; r++) {
-        if (SPLIT) {
-          b[i][r] = __float_as_uint(v[r]) & 0xffffe000u;
-          sm[i][r] = __float_as_uint(v[r] - __uint_as_float(b[i][r]));
-        } else {
-          b[i][r] = __float_as_uint(v[r]);
-        }
-      }
-    }
+    tc_load_a<WM, SPLIT>(P0, ro, kk, b, sm);
   };
   auto issue = [&](const uint32_t(&b)[WM][4], const uint32_t(&sm)[WM][4], int s) {
     const tc_wg_ref w = tc_wg_at(w0, (unsigned)s * step);
@@ -421,6 +416,31 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
     if (s < ksteps) issue(ab[0], as[0], s); // an odd last k-step, loaded above
     tc_wg_wait<0>();
   }
+}
+
+// The epilogues' walk over a thread's values: f(j, e, i, h, v) for each accumulator [i][j][2h + e]
+// whose channel co0 + 8j + e is below C_out and whose row is live (CHECK false: every row), v its sum
+// (SPLIT: big and small parts joined) plus the channel's bias (read once per channel; none: 0). Each
+// epilogue says in f where v goes. Unrolled whole, so that f's offsets fold into constants per value.
+template <int WM, int WN, bool SPLIT, bool CHECK, class F>
+TC_DEVICE void tc_each_value(const float (&acc)[WM][WN][4], const float (&corr)[WM][WN][4], int64_t co0, int64_t C_out,
+                             const float *bias, const bool (&live)[WM][2], F &&f) {
+#pragma unroll
+  for (int j = 0; j < WN; j++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      if (co0 + j * 8 + e >= C_out) continue;
+      const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          if (CHECK && !live[i][h]) continue;
+          float v = acc[i][j][2 * h + e];
+          if (SPLIT) v = tc_join(v, corr[i][j][2 * h + e]);
+          f(j, e, i, h, v + bv);
+        }
+    }
 }
 
 // EPI_STATS: the fused op's closed form for sample n from its partial sums (src/cpu/conv3d_gn_mean.c):
@@ -721,39 +741,12 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
       float *yt = p.y + ((ng * p.C_out + co0) * p.out[0] + qd) * p.plane + p0;
-      if (nlast == BM - 1) {
-        float *yw = yt + (twarp * WM * 16 + g);
-#pragma unroll
-        for (int j = 0; j < WN; j++)
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            if (co0 + j * 8 + e >= p.C_out) continue;
-            const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
-            float *yc = yw + (j * 8 + e) * ovol;
-#pragma unroll
-            for (int i = 0; i < WM; i++)
-#pragma unroll
-              for (int h = 0; h < 2; h++)
-                yc[i * 16 + 8 * h] = (SPLIT ? tc_join(acc[i][j][2 * h + e], corr[i][j][2 * h + e]) : acc[i][j][2 * h + e]) + bv;
-          }
-      } else {
-#pragma unroll
-        for (int j = 0; j < WN; j++)
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            if (co0 + j * 8 + e >= p.C_out) continue;
-            const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
-#pragma unroll
-            for (int i = 0; i < WM; i++)
-#pragma unroll
-              for (int h = 0; h < 2; h++) {
-                const int off = twarp * WM * 16 + i * 16 + g + 8 * h;
-                float v = acc[i][j][2 * h + e];
-                if (SPLIT) v = tc_join(v, corr[i][j][2 * h + e]);
-                if (live[i][h]) yt[(j * 8 + e) * ovol + off] = v + bv;
-              }
-          }
-      }
+      float *yw = yt + (twarp * WM * 16 + g); // the thread's first position, channel co0
+      auto put = [&](int j, int e, int i, int h, float v) {
+        (yw + (j * 8 + e) * ovol)[i * 16 + 8 * h] = v; // (a pointer per channel: constant offsets)
+      };
+      if (nlast == BM - 1) tc_each_value<WM, WN, SPLIT, false>(acc, corr, co0, p.C_out, bias, live, put);
+      else tc_each_value<WM, WN, SPLIT, true>(acc, corr, co0, p.C_out, bias, live, put);
     } else if (EPI == EPI_PHASES && c == p.nchunks - 1 && p.off32) {
       // -- every phase of a transposed convolution, with 32-bit offsets within an output volume.
       // nph divides 8 (tc_plan) and a channel block's columns start at a multiple of 8, so this
@@ -862,37 +855,13 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
         for (int i = 0; i < WM; i++)
 #pragma unroll
           for (int h = 0; h < 2; h++) o32[i][h] = ro32[i][h] + ow32[i][h];
-#pragma unroll
-        for (int j = 0; j < WN; j++)
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            if (co0 + j * 8 + e >= p.C_out) continue;
-            const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
-            float *yc = yt + (j * 8 + e) * ovol;
-#pragma unroll
-            for (int i = 0; i < WM; i++)
-#pragma unroll
-              for (int h = 0; h < 2; h++)
-                yc[o32[i][h]] = (SPLIT ? tc_join(acc[i][j][2 * h + e], corr[i][j][2 * h + e]) : acc[i][j][2 * h + e]) + bv;
-          }
+        tc_each_value<WM, WN, SPLIT, false>(acc, corr, co0, p.C_out, bias, live, [&](int j, int e, int i, int h, float v) {
+          (yt + (j * 8 + e) * ovol)[o32[i][h]] = v;
+        });
       } else {
-#pragma unroll
-        for (int j = 0; j < WN; j++)
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            if (co0 + j * 8 + e >= p.C_out) continue;
-            const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
-            float *yc = yt + (j * 8 + e) * ovol;
-#pragma unroll
-            for (int i = 0; i < WM; i++)
-#pragma unroll
-              for (int h = 0; h < 2; h++) {
-                if (!live[i][h]) continue;
-                float v = acc[i][j][2 * h + e];
-                if (SPLIT) v = tc_join(v, corr[i][j][2 * h + e]);
-                yc[ro32[i][h] + ow32[i][h]] = v + bv;
-              }
-          }
+        tc_each_value<WM, WN, SPLIT, true>(acc, corr, co0, p.C_out, bias, live, [&](int j, int e, int i, int h, float v) {
+          (yt + (j * 8 + e) * ovol)[ro32[i][h] + ow32[i][h]] = v;
+        });
       }
       if (EPI == EPI_WBOX) {
         // The dead columns after each live one (to the next live one, or to the row's end) and
@@ -922,24 +891,10 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       // -- statistics of a tile wholly inside its plane: no position checks (with them, each
       // value took a compare and four selects of the double sums beside its FADD, F2F, DADD and
       // DFMA; the epilogue was 27 % of L2-23's tf32 samples). The same sums in the same order ----
-      const int64_t co0 = (int64_t)cb * BN + 2 * t;
-#pragma unroll
-      for (int j = 0; j < WN; j++)
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-          if (co0 + j * 8 + e >= p.C_out) continue;
-          const float bv = p.bias ? __ldg(p.bias + co0 + j * 8 + e) : 0.0f;
-#pragma unroll
-          for (int i = 0; i < WM; i++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-              float v = acc[i][j][2 * h + e];
-              if (SPLIT) v = tc_join(v, corr[i][j][2 * h + e]);
-              v += bv;
-              dsum[j][e] += (double)v;
-              dsq[j][e] += (double)v * (double)v;
-            }
-        }
+      tc_each_value<WM, WN, SPLIT, false>(acc, corr, (int64_t)cb * BN + 2 * t, p.C_out, p.bias, live, [&](int j, int e, int, int, float v) {
+        dsum[j][e] += (double)v;
+        dsq[j][e] += (double)v * (double)v;
+      });
     } else if (c == p.nchunks - 1) { // -- epilogue: per channel (bias and base once), then the thread's rows ----
       const int64_t ovol = p.out[0] * p.out[1] * p.out[2], od = qd * p.ostep[0] + p.oofs[0];
       int64_t rowoff[WM][2];
@@ -951,36 +906,22 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
       float *ybase = EPI == EPI_STATS ? p.y : p.y + (ng * p.C_out + co0) * ovol;
-#pragma unroll
-      for (int j = 0; j < WN; j++)
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-          if (co0 + j * 8 + e >= p.C_out) continue;
-          const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
-          float *yc = EPI == EPI_STATS ? p.y : ybase + (int64_t)(j * 8 + e) * ovol;
-#pragma unroll
-          for (int i = 0; i < WM; i++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-              if (!live[i][h]) continue;
-              float v = acc[i][j][2 * h + e];
-              if (SPLIT) v = tc_join(v, corr[i][j][2 * h + e]);
-              v += bv;
-              if (EPI == EPI_STATS) {
-                dsum[j][e] += (double)v;
-                dsq[j][e] += (double)v * (double)v;
-              } else {
-                const int64_t ow = (int64_t)qw[i][h] * p.ostep[2] + oofs2;
-                float *yr = yc + rowoff[i][h];
-                if (EPI == EPI_WBOX) {
-                  const int64_t lo = qw[i][h] == 0 ? 0 : ow, hi = qw[i][h] == Q2 - 1 ? p.out[2] : ow + p.ostep[2];
-                  for (int64_t o = lo; o < hi; o++) yr[o] = o == ow ? v : bv;
-                } else {
-                  yr[ow] = v;
-                }
-              }
-            }
+      tc_each_value<WM, WN, SPLIT, true>(acc, corr, co0, p.C_out, bias, live, [&](int j, int e, int i, int h, float v) {
+        if (EPI == EPI_STATS) {
+          dsum[j][e] += (double)v;
+          dsq[j][e] += (double)v * (double)v;
+        } else {
+          const int64_t ow = (int64_t)qw[i][h] * p.ostep[2] + oofs2;
+          float *yr = ybase + (int64_t)(j * 8 + e) * ovol + rowoff[i][h];
+          if (EPI == EPI_WBOX) { // the dead columns around the live one: bias or 0
+            const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
+            const int64_t lo = qw[i][h] == 0 ? 0 : ow, hi = qw[i][h] == Q2 - 1 ? p.out[2] : ow + p.ostep[2];
+            for (int64_t o = lo; o < hi; o++) yr[o] = o == ow ? v : bv;
+          } else {
+            yr[ow] = v;
+          }
         }
+      });
     }
     if (nbuf == 2) tsync(); // the next iteration stages item it + 2 into the buffers this item read
   }
@@ -1042,35 +983,33 @@ struct PrepIndex {
 };
 TC_DEVICE PrepIndex tc_prep_index(const Params &p, int64_t i) {
   PrepIndex x;
-  if (p.wg) { // wgmma's layout: per (group, co block, chunk, k-step), part (big, small), tc_wg_index(n, k)
+  int64_t r;     // then (group, co block, chunk, k-step), the k-step fastest
+  int kin, nin;  // the element's K within its k-step, and its column within the block
+  if (p.wg) {    // wgmma's layout: per k-step, part (big, small), each at tc_wg_index(n, k)
     const int per = p.BN * 8, parts = p.E / 2;
-    int64_t r = i / (per * parts);
+    r = i / (per * parts);
     const int in = (int)(i - r * per * parts), part = in / per, ci = in - part * per;
-    const int s = (int)(r % p.ksteps);
-    r /= p.ksteps;
-    x.c = (int)(r % p.nchunks);
-    r /= p.nchunks;
-    const int64_t cb = r % p.co_blocks;
-    x.grp = r / p.co_blocks;
     x.e = 2 * part; // (tc_prep_part: e >= 2 is a small part)
-    x.k = (int64_t)s * 8 + ((ci >> 5) & 1) * 4 + (ci & 3);
-    x.col = cb * p.BN + (ci >> 6) * 8 + ((ci >> 2) & 7);
-    return x;
+    kin = ((ci >> 5) & 1) * 4 + (ci & 3);
+    nin = (ci >> 6) * 8 + ((ci >> 2) & 7);
+  } else { // mma.sync's: per k-step, n8 tile, lane, the E values a lane loads at once
+    r = i / p.E;
+    x.e = (int)(i - r * p.E);
+    const int lane = (int)(r % 32);
+    r /= 32;
+    const int nt = (int)(r % (p.BN / 8));
+    r /= p.BN / 8;
+    kin = (lane & 3) + ((x.e & 1) ? 4 : 0);
+    nin = nt * 8 + (lane >> 2);
   }
-  int64_t r = i / p.E;
-  x.e = (int)(i - r * p.E);
-  const int lane = (int)(r % 32);
-  r /= 32;
-  const int nt = (int)(r % (p.BN / 8));
-  r /= p.BN / 8;
   const int s = (int)(r % p.ksteps);
   r /= p.ksteps;
   x.c = (int)(r % p.nchunks);
   r /= p.nchunks;
   const int64_t cb = r % p.co_blocks;
   x.grp = r / p.co_blocks;
-  x.k = (int64_t)s * 8 + (lane & 3) + ((x.e & 1) ? 4 : 0);
-  x.col = cb * p.BN + nt * 8 + (lane >> 2);
+  x.k = (int64_t)s * 8 + kin;
+  x.col = cb * p.BN + nin;
   return x;
 }
 
