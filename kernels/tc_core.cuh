@@ -67,6 +67,23 @@ struct WeightMap {
   int64_t kdim[3], kfirst[3], kstep[3];
 };
 
+// Division by an invariant d (1 <= d < 2^31) of a dividend n < 2^31, by a multiply and a shift:
+// n / d = (n * m) >> (31 + s), with s = ceil(log2 d) and m = ceil(2^(31 + s) / d) < 2^32
+// (Granlund and Montgomery, "Division by invariant integers using multiplication", 1994,
+// theorem 4.2 with N = 31). tc_plan makes them for the tile decode; a division by a value known only
+// at run time is about 15 dependent instructions (ncu: 13 % of L2-23's tf32 samples in tile decode).
+struct TcDiv {
+  uint32_t m;
+  int s;
+};
+static inline TcDiv tc_div_make(int64_t d) {
+  TcDiv r;
+  r.s = 0;
+  while (((int64_t)1 << r.s) < d) r.s++;
+  r.m = (uint32_t)((((uint64_t)1 << (31 + r.s)) + (uint64_t)d - 1) / (uint64_t)d);
+  return r;
+}
+
 struct Params {
   // p.tma: the input patches are TMA boxes of this map (tc_encode_tmap; the kernel's parameter is
   // TC_GRID_CONST so that the copy engine reads the map where it is)
@@ -97,6 +114,8 @@ struct Params {
   int prow, wp, pitch_w, pitch_d, pitch_c, patch_floats, zero_floats, buf_floats, w_floats;
   int kofs_bytes, stats_bytes;
   int dec32;               // fewer than 2^31 tiles and positions per plane: tc_decode and tc_qrow in 32 bits
+  TcDiv div_tpp, div_q0;   // (dec32) by tiles_per_plane and Q[0]
+  TcDiv div_q2;            // by Q[2] (< 2^28): a position's row
   int teams, order, tbufs; // 1 or 2 teams of warps (2: each runs its own tiles), whether they take turns at the
                            // mma, and patch buffers per team (1 or 2; a single team has 2)
   int wg;                  // the k-loop on wgmma (tc_compute_wg), the weights in its layout (tc_prep_index)
@@ -116,6 +135,7 @@ struct Params {
   // times the union of the phases' tap windows, columns (co, phase) with the phase fastest: column
   // co * nph + ph writes output o = q * ostep + (ph's offsets), ph = (c0 * phs1 + c1) * phs2 + c2.
   int nph, phs1, phs2;
+  int phq[8]; // EPI_PHASES: column q (0..7) of a block's n8 tile: c0 | c1 << 8 | c2 << 16 | (q / nph) << 24 (tc_plan)
   int64_t wspan;                      // patch columns read per position row, 0: from taps[2]
   const float *sub_wprep[2];
   int64_t sub_taps2[2], sub_oofs2[2], sub_Q2[2];
@@ -126,13 +146,16 @@ struct Params {
 
 TC_DEVICE float tc_float(uint32_t u) { return __uint_as_float(u); }
 
+TC_DEVICE unsigned tc_div(unsigned n, TcDiv d) { return (unsigned)(((uint64_t)n * d.m) >> (31 + d.s)); } // n < 2^31
+
 // Tile T -> sample n, plane qd and first position p0 of the plane.
-// (p.dec32: unsigned 32-bit divisions. A 64-bit one is a subroutine of some 70 instructions, and
-// every thread decodes two tiles per item: ncu had 17 % of L1-60's tf32 samples in tile set-up.)
+// (p.dec32: 32-bit divisions by multiplication, tc_div. A 64-bit one is a subroutine of some 70
+// instructions, and every thread decodes two tiles per item: ncu had 17 % of L1-60's tf32 samples in
+// tile set-up.)
 TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, int64_t &p0) {
   if (p.dec32) {
     const unsigned t = (unsigned)T, tpp = (unsigned)p.tiles_per_plane, q0 = (unsigned)p.Q[0];
-    const unsigned r = t / tpp, nn = r / q0;
+    const unsigned r = tc_div(t, p.div_tpp), nn = tc_div(r, p.div_q0);
     p0 = (int64_t)(t - r * tpp) * p.BM;
     qd = r - nn * q0;
     n = nn;
@@ -146,7 +169,7 @@ TC_DEVICE void tc_decode(const Params &p, int64_t T, int64_t &n, int64_t &qd, in
 
 // The row (qh) of position v of a plane (0 <= v < plane).
 TC_DEVICE int64_t tc_qrow(const Params &p, int64_t v) {
-  return p.dec32 ? (int64_t)((unsigned)v / (unsigned)p.Q[2]) : v / p.Q[2];
+  return p.dec32 ? (int64_t)tc_div((unsigned)v, p.div_q2) : v / p.Q[2];
 }
 
 // The input patch tile T reads for channel chunk `chunk`: per channel, taps[0] planes of `rows`
@@ -601,6 +624,11 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     Tend = p.ntiles;
   }
   const int per_tile = NSUB * p.nchunks; // items per tile
+  // item i's chunk, sub-GEMM and tile; with one item per tile (the common case) without the 64-bit
+  // divisions, which ncu found at every item (13 % of L2-23's tf32 samples with the tile decode)
+  auto ichunk = [&](int64_t i) { return p.nchunks == 1 ? 0 : (int)(i % p.nchunks); };
+  auto isub = [&](int64_t i) { return NSUB == 1 ? 0 : (int)((p.nchunks == 1 ? i : i / p.nchunks) % NSUB); };
+  auto itile = [&](int64_t i) { return T0 + (per_tile == 1 ? i : i / per_tile) * Tstep; };
   auto items_from = [&](int64_t t0) -> int64_t { return t0 < Tend ? (Tend - t0 + Tstep - 1) / Tstep * per_tile : 0; };
   const int64_t nitems = items_from(T0);
   // team 0's items, at least team 1's: the block's weights are staged where it has any, and
@@ -652,11 +680,11 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       pass_turn(it);
       continue;
     }
-    const int c = (int)(it % p.nchunks), sb = NSUB == 1 ? 0 : (int)((it / p.nchunks) % NSUB);
-    const int64_t T = T0 + (it / per_tile) * Tstep;
+    const int c = ichunk(it), sb = isub(it);
+    const int64_t T = itile(it);
     if (nbuf == 2 && it + 1 < nitems && pslot(it + 1) != pslot(it)) { // stage the next item into the other buffers
-      const int cn = (int)((it + 1) % p.nchunks), sbn = NSUB == 1 ? 0 : (int)(((it + 1) / p.nchunks) % NSUB);
-      const int64_t Tn = T0 + ((it + 1) / per_tile) * Tstep;
+      const int cn = ichunk(it + 1), sbn = isub(it + 1);
+      const int64_t Tn = itile(it + 1);
       tc_stage_patch<GR>(p, (pslot(it + 1) & 1) ? pb + p.buf_floats : pb, Tn, cn, grp, stid(), snth(),
                          sbar(pslot(it + 1)), wonce ? nullptr : wsrc(sbn, cn), ((it + 1) & 1) ? wb1 : wb0, wfloats(sbn));
       tc_commit();
@@ -694,7 +722,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
         const int off = twarp * WM * 16 + i * 16 + g + 8 * h;
         live[i][h] = off <= nlast;
         const unsigned rel = (unsigned)(qw0 + (off <= nlast ? off : nlast)); // past the plane: computed, never stored
-        dq[i][h] = (int)(rel / uQ2);
+        dq[i][h] = (int)tc_div(rel, p.div_q2);
         qw[i][h] = (int)(rel - (unsigned)dq[i][h] * uQ2);
       }
     const int buf_off = nbuf == 2 && (pslot(it) & 1) ? p.buf_floats : 0;
@@ -717,7 +745,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     if (nbuf == 1) { // the team's one buffer is read: the next item loads during this epilogue
       tsync();
       if (it + 1 < nitems && pslot(it + 1) != pslot(it)) {
-        tc_stage_patch<GR>(p, pb, T0 + ((it + 1) / per_tile) * Tstep, (int)((it + 1) % p.nchunks), grp, stid(), snth(),
+        tc_stage_patch<GR>(p, pb, itile(it + 1), ichunk(it + 1), grp, stid(), snth(),
                            sbar(pslot(it + 1)));
         tc_commit();
       }
@@ -762,9 +790,9 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       unsigned ok = 0; // bit (e * WM + i) * 2 + h: stored
 #pragma unroll
       for (int e = 0; e < 2; e++) {
-        const int q = 2 * t + e, ph = q % p.nph, c2 = ph % p.phs2, c1 = (ph / p.phs2) % p.phs1;
-        od[e] = (int)(qd * p.ostep[0]) + ph / (p.phs2 * p.phs1);
-        cofs[e] = q / p.nph;
+        const int pq = p.phq[2 * t + e], c1 = (pq >> 8) & 255, c2 = (pq >> 16) & 255; // (no divisions per tile)
+        od[e] = (int)(qd * p.ostep[0]) + (pq & 255);
+        cofs[e] = pq >> 24;
 #pragma unroll
         for (int i = 0; i < WM; i++)
 #pragma unroll
@@ -872,7 +900,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
           const int off = twarp * WM * 16 + (ih >> 1) * 16 + g + 8 * (ih & 1);
           if (off > nlast) continue;
           const unsigned rel = (unsigned)(qw0 + off);
-          const int dqv = (int)(rel / uQ2), qwv = (int)(rel - (unsigned)dqv * uQ2);
+          const int dqv = (int)tc_div(rel, p.div_q2), qwv = (int)(rel - (unsigned)dqv * uQ2);
           const int ow = qwv * ost2 + (int)p.oofs[2], hi = qwv == Q2 - 1 ? out2 : ow + ost2;
           const int lo = qwv == 0 ? 0 : ow + 1;
           float *yr = yt + (od * (int)p.out[1] + oh0 + dqv * (int)p.ostep[1]) * out2;
@@ -1066,6 +1094,11 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   if (p.nsub > 2 || (p.nsub > 1 && epi != EPI_STORE)) return 0;
   if (epi == EPI_PHASES ? p.nph < 2 || 8 % p.nph != 0 || p.phs1 < 1 || p.phs2 < 1 : p.nph > 1) return 0;
   if (p.nph < 1) p.nph = 1;
+  for (int q = 0; q < 8; q++) { // EPI_PHASES (phs1, phs2 >= 1): the phase of column q, and its channel offset
+    const int ph = q % p.nph, c2 = epi == EPI_PHASES ? ph % p.phs2 : 0, c1 = epi == EPI_PHASES ? (ph / p.phs2) % p.phs1 : 0;
+    const int c0 = epi == EPI_PHASES ? ph / (p.phs2 * p.phs1) : 0;
+    p.phq[q] = c0 | c1 << 8 | c2 << 16 | (q / p.nph) << 24;
+  }
   if ((teams != 1 && teams != 2) || (tbufs != 2 && (teams == 1 || tbufs != 1))) return 0;
   p.teams = teams;
   p.tbufs = tbufs;
@@ -1086,6 +1119,11 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   const int64_t prow = (nq - 1) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1;
   const int64_t wp0 = (p.Q[2] - 1) * p.istride[2] + (p.wspan > 0 ? p.wspan : (p.taps[2] - 1) * p.idil[2] + 1);
   if (prow > lim || wp0 > lim) return 0;
+  p.div_q2 = tc_div_make(p.Q[2]);
+  if (p.dec32) {
+    p.div_tpp = tc_div_make(p.tiles_per_plane);
+    p.div_q0 = tc_div_make(p.Q[0]);
+  }
   // 16-byte staging: the patch starts cshift columns early so that its column c reads input column
   // c - (ipad + cshift), a multiple of 4 at every fourth c
   p.vec4 = p.in[2] % 4 == 0 && ((uintptr_t)p.x % 16) == 0;
