@@ -325,6 +325,33 @@ static void plans(void) {
   }
 }
 
+// tc_div (the kernels' tile decode) against '/': every divisor the plans can make, at the edges
+// and on a pseudo-random spread of dividends below 2^31, plus a dense sweep for a few divisors.
+static void check_tc_div(void) {
+  uint64_t x = 88172645463325252ull, tests = 0, bad = 0;
+  auto next = [&]() { x ^= x << 13, x ^= x >> 7, x ^= x << 17; return x; };
+  auto one = [&](int64_t d, uint32_t n) {
+    tests++;
+    if (volua_tc::tc_div(n, volua_tc::tc_div_make(d)) != n / (uint32_t)d) bad++;
+  };
+  const int64_t fixed[] = {1, 2, 3, 7, 22, 30, 58, 62, 122, 124, 3480, 15128, 65535, 65537, (1 << 30) - 1, 1 << 30,
+                           (1 << 30) + 1, 2147483646, 2147483647};
+  for (int k = 0; k < 20000 + (int)(sizeof fixed / sizeof fixed[0]); k++) {
+    const int64_t d = k < (int)(sizeof fixed / sizeof fixed[0]) ? fixed[k]
+                                                               : 1 + (int64_t)(next() % ((k & 1) ? 5000u : 2147483647u));
+    const uint32_t edges[] = {0u, 1u, (uint32_t)d - 1, (uint32_t)d, (uint32_t)std::min<int64_t>(d + 1, 2147483647),
+                              (uint32_t)(2147483647 / d * d), (uint32_t)(2147483647 / d * d - 1), 2147483647u};
+    for (uint32_t n : edges) one(d, n);
+    for (int j = 0; j < 64; j++) one(d, (uint32_t)(next() % 2147483648u));
+  }
+  for (int64_t d : {3, 58, 122, 3480})
+    for (uint64_t n = 0; n < 2147483648u; n += 1 + (n >> 16)) one(d, (uint32_t)n);
+  char what[96];
+  snprintf(what, sizeof what, "tc_div against / (%llu dividend, divisor pairs)", (unsigned long long)tests);
+  printf("%-72s %s (worst |d|/tol %d)\n", what, bad ? "FAIL" : "ok", bad ? 1 : 0);
+  if (bad) failures++;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "plans") == 0) {
     plans();
@@ -337,6 +364,7 @@ int main(int argc, char **argv) {
   // VOLUA_EMU_WG=0: the k-loops by mma.sync (tc_compute) instead of wgmma (tc_compute_wg)
   if (getenv("VOLUA_EMU_WG")) volua_tc::tc_emu_env.wg = atoi(getenv("VOLUA_EMU_WG"));
   if (argc > 2) rng.seed((uint64_t)atoll(argv[2])); // a second argument: the seed of the random cases
+  check_tc_div();
   const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};
   for (volua_math_mode m : modes) {
     { // the benchmark shapes, reduced
