@@ -310,13 +310,6 @@ TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk,
 // select for each A value: about a fifth of the split k-loop's instructions).
 TC_DEVICE float tc_join(float big, float small) { return fabsf(big) < INFINITY ? big + small : big; }
 
-// One chunk of K for the warp's WM x WN tiles. ko holds, per k-step s and t = lane % 4, the byte
-// offsets in the patch of k = 8s + t and 8s + t + 4; ro the byte offsets from P0 of the thread's
-// rows g and g + 8 in the current patch buffer (32-bit sums: one IADD3 per load).
-// The A operand goes to the tensor core as raw float bits, which it truncates to TF32: math "tf32"
-// needs no conversion, and math "fp32" takes big = the truncated value and small = v - big (exact);
-// the simulation in bench/NOTES.md finds truncation as accurate as rounding here, since the
-// accumulator's own truncation dominates.
 // A k-step's A fragments for the thread's WM m16 tiles (both k-loops): the patch values at row
 // offsets ro[i][h] (bytes) plus the step's K offsets kk (x: column t, y: column t + 4), in mma's
 // fragment order, as the bits the tensor core reads. SPLIT: b gets the TF32 big part, sm the rest
@@ -342,6 +335,13 @@ TC_DEVICE void tc_load_a(const char *__restrict__ P0, const int (&ro)[WM][2], in
   }
 }
 
+// One chunk of K for the warp's WM x WN tiles. ko holds, per k-step s and t = lane % 4, the byte
+// offsets in the patch of k = 8s + t and 8s + t + 4; ro the byte offsets from P0 of the thread's
+// rows g and g + 8 in the current patch buffer (32-bit sums: one IADD3 per load).
+// The A operand goes to the tensor core as raw float bits, which it truncates to TF32: math "tf32"
+// needs no conversion, and math "fp32" takes big = the truncated value and small = v - big (exact);
+// the simulation in bench/NOTES.md finds truncation as accurate as rounding here, since the
+// accumulator's own truncation dominates.
 template <int WM, int WN, bool SPLIT>
 TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&ro)[WM][2], const float *__restrict__ Wb,
                           const int2 *__restrict__ ko, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
