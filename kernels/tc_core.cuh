@@ -11,9 +11,9 @@
 // channels; it stages the input patch those positions read into shared memory (one TMA box where W
 // is a multiple of 4, else cp.async; zeros for padding) and multiplies it, through a table of K
 // offsets, against weights a small kernel has laid
-// out in the k-loop's order. The k-loop is wgmma (sm_90a, tc_compute_wg: math "fp32", and math
-// "tf32" with 64 channels per block) or mma.sync m16n8k8 (tc_compute: the rest, and any GPU other
-// than compute capability 9.0), both TF32: math "tf32" is one product; math "fp32" splits
+// out in the k-loop's order. The k-loop is wgmma (sm_90a, tc_compute_wg, where tc_plan's measured
+// rule takes it) or mma.sync m16n8k8 (tc_compute: the rest, and any GPU other than compute
+// capability 9.0), both TF32: math "tf32" is one product; math "fp32" splits
 // each operand into big = tf32(v) and small = tf32(v - big) and adds big*small + small*big into a
 // second accumulator (the tensor core truncates its sums; keeping the small terms apart keeps the
 // result as accurate as an FMA loop: bench/NOTES.md has the simulation). Blocks are persistent and
@@ -828,16 +828,14 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       // output. A thread's columns 2t and 2t + 1 are neighbouring phases, so its two stores of a
       // position fill adjacent outputs, and the block writes whole (2 x 2 x 2) output cells ----
       const int64_t O0 = p.out[0], O1 = p.out[1], O2 = p.out[2];
-      const int64_t col0 = (int64_t)cb * BN + 2 * t;
+      const int64_t cstep = 8 / p.nph, cbase = cstep * (int64_t)cb * WN; // column 8j + 2t + e: as above, by p.phq
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
 #pragma unroll
       for (int j = 0; j < WN; j++)
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-          const int64_t col = col0 + j * 8 + e, co = col / p.nph;
-          const int ph = (int)(col - co * p.nph), c2 = ph % p.phs2, c1 = (ph / p.phs2) % p.phs1;
-          const int c0 = ph / (p.phs2 * p.phs1);
-          const int64_t od = qd * p.ostep[0] + c0;
+          const int pq = p.phq[2 * t + e], c1 = (pq >> 8) & 255, c2 = (pq >> 16) & 255;
+          const int64_t co = cbase + cstep * j + (pq >> 24), od = qd * p.ostep[0] + (pq & 255);
           if (co >= p.C_out || od >= O0) continue;
           const float bv = bias ? __ldg(bias + co) : 0.0f;
           float *yc = p.y + ((ng * p.C_out + co) * O0 + od) * O1 * O2;
@@ -1094,10 +1092,10 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   if (p.nsub > 2 || (p.nsub > 1 && epi != EPI_STORE)) return 0;
   if (epi == EPI_PHASES ? p.nph < 2 || 8 % p.nph != 0 || p.phs1 < 1 || p.phs2 < 1 : p.nph > 1) return 0;
   if (p.nph < 1) p.nph = 1;
-  for (int q = 0; q < 8; q++) { // EPI_PHASES (phs1, phs2 >= 1): the phase of column q, and its channel offset
-    const int ph = q % p.nph, c2 = epi == EPI_PHASES ? ph % p.phs2 : 0, c1 = epi == EPI_PHASES ? (ph / p.phs2) % p.phs1 : 0;
-    const int c0 = epi == EPI_PHASES ? ph / (p.phs2 * p.phs1) : 0;
-    p.phq[q] = c0 | c1 << 8 | c2 << 16 | (q / p.nph) << 24;
+  for (int q = 0; q < 8; q++) { // EPI_PHASES (checked above: phs1, phs2 >= 1): column q's phase offsets and channel
+    const int ph = q % p.nph;
+    p.phq[q] = epi != EPI_PHASES ? 0
+                                 : (ph / (p.phs2 * p.phs1)) | ((ph / p.phs2) % p.phs1) << 8 | (ph % p.phs2) << 16 | (q / p.nph) << 24;
   }
   if ((teams != 1 && teams != 2) || (tbufs != 2 && (teams == 1 || tbufs != 1))) return 0;
   p.teams = teams;
