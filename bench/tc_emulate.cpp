@@ -385,6 +385,7 @@ int main(int argc, char **argv) {
       run_gn_mean(2, 2, 12, 3, in, k, s, p, d, 50.0f, m); // a large mean
       const int64_t in2[3] = {4, 32, 32}; // L2-23's 30 x 30 planes: whole tiles and a partial one
       run_gn_mean(2, 3, 24, 8, in2, k, s, p, d, 0.0f, m);
+      run_gn_mean(2, 3, 24, 8, in2, k, s, p, d, 50.0f, m); // whole tiles' sums at a large mean
     }
     { // variant and chunking paths: L1-66-like rows (64 channels in two blocks of 32), C_in in chunks,
       // two channel blocks of 64, a transposed conv with two live W phases (GEMMs + fill)

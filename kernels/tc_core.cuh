@@ -624,11 +624,24 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     Tend = p.ntiles;
   }
   const int per_tile = NSUB * p.nchunks; // items per tile
-  // item i's chunk, sub-GEMM and tile; with one item per tile (the common case) without the 64-bit
-  // divisions, which ncu found at every item (13 % of L2-23's tf32 samples with the tile decode)
-  auto ichunk = [&](int64_t i) { return p.nchunks == 1 ? 0 : (int)(i % p.nchunks); };
-  auto isub = [&](int64_t i) { return NSUB == 1 ? 0 : (int)((p.nchunks == 1 ? i : i / p.nchunks) % NSUB); };
-  auto itile = [&](int64_t i) { return T0 + (per_tile == 1 ? i : i / per_tile) * Tstep; };
+  // An item's chunk c (fastest), sub-GEMM sb and tile T, advanced by carries from item to item:
+  // computed from the item's number, they were 64-bit divisions at every item (ncu: 13 % of L2-23's
+  // tf32 samples with the tile decode; where a tile has several items, 18 % of KernelBench L1-73's
+  // fp32 samples in its chunked launch).
+  struct Item {
+    int c, sb;
+    int64_t T;
+  };
+  auto next_item = [&](Item a) {
+    if (++a.c == p.nchunks) {
+      a.c = 0;
+      if (++a.sb == NSUB) {
+        a.sb = 0;
+        a.T += Tstep;
+      }
+    }
+    return a;
+  };
   auto items_from = [&](int64_t t0) -> int64_t { return t0 < Tend ? (Tend - t0 + Tstep - 1) / Tstep * per_tile : 0; };
   const int64_t nitems = items_from(T0);
   // team 0's items, at least team 1's: the block's weights are staged where it has any, and
@@ -673,20 +686,20 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
 #pragma unroll
   for (int j = 0; j < WN; j++) dsum[j][0] = dsum[j][1] = dsq[j][0] = dsq[j][1] = 0.0;
 
-  for (int64_t it = 0; it < nloop; it++) {
+  Item cur = {0, 0, T0}; // item it's
+  for (int64_t it = 0; it < nloop; it++, cur = next_item(cur)) {
     const bool have = it < nitems; // false only for an ordered team's idle turns
     if (!have) { // take the turn, and pass it on
       take_turn(it);
       pass_turn(it);
       continue;
     }
-    const int c = ichunk(it), sb = isub(it);
-    const int64_t T = itile(it);
+    const int c = cur.c, sb = cur.sb;
+    const int64_t T = cur.T;
+    const Item nx = next_item(cur); // item it + 1's
     if (nbuf == 2 && it + 1 < nitems && pslot(it + 1) != pslot(it)) { // stage the next item into the other buffers
-      const int cn = ichunk(it + 1), sbn = isub(it + 1);
-      const int64_t Tn = itile(it + 1);
-      tc_stage_patch<GR>(p, (pslot(it + 1) & 1) ? pb + p.buf_floats : pb, Tn, cn, grp, stid(), snth(),
-                         sbar(pslot(it + 1)), wonce ? nullptr : wsrc(sbn, cn), ((it + 1) & 1) ? wb1 : wb0, wfloats(sbn));
+      tc_stage_patch<GR>(p, (pslot(it + 1) & 1) ? pb + p.buf_floats : pb, nx.T, nx.c, grp, stid(), snth(),
+                         sbar(pslot(it + 1)), wonce ? nullptr : wsrc(nx.sb, nx.c), ((it + 1) & 1) ? wb1 : wb0, wfloats(nx.sb));
       tc_commit();
       tc_wait<1>();
     } else {
@@ -745,7 +758,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
     if (nbuf == 1) { // the team's one buffer is read: the next item loads during this epilogue
       tsync();
       if (it + 1 < nitems && pslot(it + 1) != pslot(it)) {
-        tc_stage_patch<GR>(p, pb, itile(it + 1), ichunk(it + 1), grp, stid(), snth(),
+        tc_stage_patch<GR>(p, pb, nx.T, nx.c, grp, stid(), snth(),
                            sbar(pslot(it + 1)));
         tc_commit();
       }

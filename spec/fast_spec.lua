@@ -273,6 +273,9 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       -- L2-23's 30 x 30 planes: tiles wholly inside a plane (the statistics without position checks)
       -- and each plane's partial last tile
       gn_case(mode, {n = 2, cin = 3, cout = 24, groups = 8, size = {4, 32, 32}, k = {3, 3, 3}, seed = SEED + 5200})
+      -- the same with a large mean: whole tiles' sums of v and v^2 far from zero
+      gn_case(mode, {n = 2, cin = 3, cout = 24, groups = 8, size = {4, 32, 32}, k = {3, 3, 3}, offset = 50,
+                     seed = SEED + 5300})
       for trial = 1, TRIALS do
         local r = generator(SEED * 41 + trial)
         local groups = r.int(1, 4)
