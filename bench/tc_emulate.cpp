@@ -396,6 +396,11 @@ int main(int argc, char **argv) {
       run_conv3d(1, 4, 130, in2, k2, s, p2, d, true, m);
       const int64_t s3[3] = {2, 2, 2}, op3[3] = {1, 0, 1};
       run_transpose(1, 6, 20, in2, k2, s3, p2, op3, d, true, m);
+      // stride 1 (L1-61/68/70-like: the plain store epilogue, C_in in chunks), and stride 1 with a
+      // dilation that leaves outputs no tap reaches (bias only)
+      const int64_t in3[3] = {3, 5, 16}, op0[3] = {0, 0, 0}, d4[3] = {1, 2, 4};
+      run_transpose(2, 40, 24, in3, k2, s, p2, op0, d, true, m);
+      run_transpose(1, 5, 8, in3, k2, s, p2, op0, d4, true, m);
     }
     { // groups: L1-72/73-like transposed convs (8 channels per group, every phase live, bias per
       // group), a grouped conv3d with two channel blocks per group, and depthwise
