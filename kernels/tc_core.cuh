@@ -119,6 +119,7 @@ struct Params {
   int teams, order, tbufs; // 1 or 2 teams of warps (2: each runs its own tiles), whether they take turns at the
                            // mma, and patch buffers per team (1 or 2; a single team has 2)
   int wg;                  // the k-loop on wgmma (tc_compute_wg), the weights in its layout (tc_prep_index)
+  int pst, pst_off;        // EPI_PHASES with two W phases: whole output rows through a warp's stage at byte pst_off
   size_t smem;
   // Sub-GEMMs (a transposed convolution's two W phases of stride 2, conv_transpose3d_tc.cu): nsub
   // GEMMs share the grid of positions (Q[2] the larger phase's column count) and the staged patch
@@ -466,6 +467,79 @@ TC_DEVICE void tc_each_value(const float (&acc)[WM][WN][4], const float (&corr)[
     }
 }
 
+// EPI_PHASES with two W phases (Params::pst): a thread's columns 2t and 2t + 1 are the W phases of one
+// (channel, D phase, H phase) triple, so its value pairs are neighbouring outputs of one row; but
+// stored as they are, each STG of a warp writes 4 rows x 8 values two floats apart: every 32-byte
+// sector is written in two halves, by two instructions (ncu, L1-73 tf32: 2.25 L2 sector writes per
+// output sector, 43 % of the samples in the epilogue, waiting on the store queue). Here the warp
+// passes each n8 block through a stage of 4 rows (t) of 2 WM 16 values (its positions, each with
+// its two W phases), and each STG writes 32 consecutive values of one row: whole sectors. A lane's
+// 2 WM values (row r, column lane + 32 k) have their offsets within the block's first channel
+// plane, and whether they are stored, worked out once a tile (tc_phase_rows); per block j only the
+// channel changes. Rows start 0, 1, 16 and 17 banks apart, so that a warp's STS of one register
+// hits 32 banks.
+#define TC_PST_PITCH(WM) (WM * 32 + 32)
+template <int WM> struct TcPhaseRows {
+  int off[4][WM], cofs[4]; // a lane's values (row r, k): offset from the block's channel base; row r's channel step
+  unsigned ok;             // bit r * WM + k: stored (before the channel check)
+};
+template <int WM>
+TC_DEVICE TcPhaseRows<WM> tc_phase_rows(const Params &p, int64_t qd, int64_t qh0, int qw0, int nlast, int wpos0) {
+  TcPhaseRows<WM> pr;
+  pr.ok = 0;
+  const int lane = threadIdx.x & 31, e = lane & 1, O0 = (int)p.out[0], O1 = (int)p.out[1], O2 = (int)p.out[2];
+  const int plane = O1 * O2;
+#pragma unroll
+  for (int r = 0; r < 4; r++) {
+    const int pq = p.phq[2 * r + e], c1 = (pq >> 8) & 255, c2 = (pq >> 16) & 255;
+    const int od = (int)(qd * p.ostep[0]) + (pq & 255);
+    pr.cofs[r] = pq >> 24;
+#pragma unroll
+    for (int k = 0; k < WM; k++) {
+      const int pos = wpos0 + ((lane + 32 * k) >> 1); // the value's position in the tile
+      const unsigned rel = (unsigned)(qw0 + (pos <= nlast ? pos : nlast));
+      const int dq = (int)tc_div(rel, p.div_q2), qw = (int)(rel - (unsigned)dq * (unsigned)p.Q[2]);
+      const int oh = ((int)qh0 + dq) * (int)p.ostep[1] + c1, ow = qw * 2 + c2;
+      pr.off[r][k] = (pr.cofs[r] * O0 + od) * plane + oh * O2 + ow;
+      if (pos <= nlast && od < O0 && oh < O1 && ow < O2) pr.ok |= 1u << (r * WM + k);
+    }
+  }
+  return pr;
+}
+template <int WM, int WN, bool SPLIT>
+TC_DEVICE void tc_store_phase_rows(const Params &p, const float (&acc)[WM][WN][4], const float (&corr)[WM][WN][4],
+                                   const TcPhaseRows<WM> &pr, float *stage, float *yb, int64_t cbase, int cstep,
+                                   int64_t ovol, const float *bias) {
+  constexpr int S = TC_PST_PITCH(WM);
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  float *srow = stage + t * S + ((t & 1) | ((t & 2) << 3)); // this thread's row
+  const int cof = p.phq[2 * t] >> 24; // its channel step (pr.cofs[t]: an index by lane put pr on the stack)
+#pragma unroll
+  for (int j = 0; j < WN; j++) {
+    const int64_t cj = cbase + cstep * j; // the block's first channel
+    const float bv = bias && cj + cof < p.C_out ? __ldg(bias + cj + cof) : 0.0f;
+#pragma unroll
+    for (int e = 0; e < 2; e++)
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          float v = acc[i][j][2 * h + e];
+          if (SPLIT) v = tc_join(v, corr[i][j][2 * h + e]);
+          srow[2 * (i * 16 + g + 8 * h) + e] = v + bv;
+        }
+    tc_syncwarp();
+    float *yj = yb + cstep * j * ovol;
+#pragma unroll
+    for (int r = 0; r < 4; r++)
+#pragma unroll
+      for (int k = 0; k < WM; k++)
+        if (((pr.ok >> (r * WM + k)) & 1) && cj + pr.cofs[r] < p.C_out)
+          yj[pr.off[r][k]] = stage[r * S + ((r & 1) | ((r & 2) << 3)) + lane + 32 * k];
+    tc_syncwarp(); // read before the next block overwrites
+  }
+}
+
 // EPI_STATS: the fused op's closed form for sample n from its partial sums (src/cpu/conv3d_gn_mean.c):
 // mean = (1/C) sum_c (w_c * rstd_g * (mean_c - mu_g) + b_c), by one warp, lane c for channel c
 // (C_out <= 32). Group sums by shuffles, the final sum by an xor tree, all in double. (As a kernel
@@ -799,42 +873,50 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 
       const int O1 = (int)p.out[1], O2 = (int)p.out[2];
       const int64_t plane = p.out[1] * p.out[2];
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
-      int off[2][WM][2], od[2], cofs[2];
-      unsigned ok = 0; // bit (e * WM + i) * 2 + h: stored
-#pragma unroll
-      for (int e = 0; e < 2; e++) {
-        const int pq = p.phq[2 * t + e], c1 = (pq >> 8) & 255, c2 = (pq >> 16) & 255; // (no divisions per tile)
-        od[e] = (int)(qd * p.ostep[0]) + (pq & 255);
-        cofs[e] = pq >> 24;
-#pragma unroll
-        for (int i = 0; i < WM; i++)
-#pragma unroll
-          for (int h = 0; h < 2; h++) {
-            const int oh = ((int)qh0 + dq[i][h]) * (int)p.ostep[1] + c1, ow = qw[i][h] * (int)p.ostep[2] + c2;
-            off[e][i][h] = oh * O2 + ow;
-            if (live[i][h] && oh < O1 && ow < O2) ok |= 1u << ((e * WM + i) * 2 + h);
-          }
-      }
-      const bool all = tc_all(ok == (1u << (4 * WM)) - 1u);
-      const int64_t cstep = 8 / p.nph, cbase = cstep * (int64_t)cb * WN;
-#pragma unroll
-      for (int j = 0; j < WN; j++)
+      if (p.pst) { // whole rows through the warp's stage (tc_store_phase_rows)
+        const TcPhaseRows<WM> pr = tc_phase_rows<WM>(p, qd, qh0, qw0, nlast, twarp * WM * 16);
+        const int64_t cbase = (int64_t)(8 / p.nph) * cb * WN;
+        tc_store_phase_rows<WM, WN, SPLIT>(p, acc, corr, pr, reinterpret_cast<float *>(smem + p.pst_off) + warp * 4 * TC_PST_PITCH(WM),
+                                           p.y + (ng * p.C_out + cbase) * p.out[0] * plane, cbase, 8 / p.nph,
+                                           p.out[0] * plane, bias);
+      } else {
+        int off[2][WM][2], od[2], cofs[2];
+        unsigned ok = 0; // bit (e * WM + i) * 2 + h: stored
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-          const int64_t co = cbase + cstep * j + cofs[e];
-          if (co >= p.C_out || od[e] >= p.out[0]) continue;
-          const float bv = bias ? __ldg(bias + co) : 0.0f;
-          float *yc = p.y + ((ng * p.C_out + co) * p.out[0] + od[e]) * plane;
+          const int pq = p.phq[2 * t + e], c1 = (pq >> 8) & 255, c2 = (pq >> 16) & 255; // (no divisions per tile)
+          od[e] = (int)(qd * p.ostep[0]) + (pq & 255);
+          cofs[e] = pq >> 24;
 #pragma unroll
           for (int i = 0; i < WM; i++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-              if (!all && !((ok >> ((e * WM + i) * 2 + h)) & 1)) continue;
-              float v = acc[i][j][2 * h + e];
-              if (SPLIT) v = tc_join(v, corr[i][j][2 * h + e]);
-              yc[off[e][i][h]] = v + bv;
+              const int oh = ((int)qh0 + dq[i][h]) * (int)p.ostep[1] + c1, ow = qw[i][h] * (int)p.ostep[2] + c2;
+              off[e][i][h] = oh * O2 + ow;
+              if (live[i][h] && oh < O1 && ow < O2) ok |= 1u << ((e * WM + i) * 2 + h);
             }
         }
+        const bool all = tc_all(ok == (1u << (4 * WM)) - 1u);
+        const int64_t cstep = 8 / p.nph, cbase = cstep * (int64_t)cb * WN;
+#pragma unroll
+        for (int j = 0; j < WN; j++)
+#pragma unroll
+          for (int e = 0; e < 2; e++) {
+            const int64_t co = cbase + cstep * j + cofs[e];
+            if (co >= p.C_out || od[e] >= p.out[0]) continue;
+            const float bv = bias ? __ldg(bias + co) : 0.0f;
+            float *yc = p.y + ((ng * p.C_out + co) * p.out[0] + od[e]) * plane;
+#pragma unroll
+            for (int i = 0; i < WM; i++)
+#pragma unroll
+              for (int h = 0; h < 2; h++) {
+                if (!all && !((ok >> ((e * WM + i) * 2 + h)) & 1)) continue;
+                float v = acc[i][j][2 * h + e];
+                if (SPLIT) v = tc_join(v, corr[i][j][2 * h + e]);
+                yc[off[e][i][h]] = v + bv;
+              }
+          }
+      }
     } else if (EPI == EPI_PHASES && c == p.nchunks - 1) {
       // -- every phase of a transposed convolution: column co * nph + ph of position q is output
       // (q0 * ostep0 + c0, q1 * ostep1 + c1, q2 * ostep2 + c2) of channel co, where inside the
@@ -1228,6 +1310,21 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   // VOLUA_TC_WGMMA=2 takes it everywhere (for measuring).
   p.wg = env.wg == 2 ||
          (env.wg && (split || (WN >= 4 && p.groups == 1 && epi != EPI_STATS && !(teams > 1 && p.ksteps <= 4))));
+  // EPI_PHASES with two W phases: whole output rows through a stage per warp (tc_store_phase_rows),
+  // after everything else, where it costs no block of an SM (smem_optin + 1 KB: an SM's shared
+  // memory). VOLUA_TC_PST=0: off (for measuring).
+  {
+    const char *v = getenv("VOLUA_TC_PST");
+    const int64_t off = ((int64_t)p.smem + 15) / 16 * 16, with = off + (int64_t)TC_WARPS * 4 * TC_PST_PITCH(WM) * 4;
+    const int64_t regs_nb = !split && WM == 2 && WN <= 4 ? 2 : 1; // blocks an SM's registers hold (TC_BOUNDS)
+    auto nb = [&](int64_t bytes) { const int64_t b = (smem_cap + 1024) / (bytes + 1024); return b < regs_nb ? b : regs_nb; };
+    p.pst = best_score >= 0 && epi == EPI_PHASES && p.phs2 == 2 && p.off32 && !(v && strcmp(v, "0") == 0) &&
+            with <= smem_cap && nb(with) == nb((int64_t)p.smem);
+    if (p.pst) {
+      p.pst_off = (int)off;
+      p.smem = (size_t)with;
+    }
+  }
   return best_score >= 0;
 }
 
@@ -1358,12 +1455,12 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   char line[512];
   snprintf(line, sizeof line,
           "volua tc: %s %s BM %d BN %d %s, Q (%lld, %lld, %lld) taps (%lld, %lld, %lld), C_in %lld in %d chunk(s) of "
-          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld, %d team(s)%s%s%s%s\n",
+          "%d, %d k-steps, %lld tiles, smem %zu B, %d block(s)/SM, grid %lld x %lld, %d team(s)%s%s%s%s%s\n",
           op, epi == EPI_STATS ? "stats" : epi == EPI_WBOX ? "wbox" : epi == EPI_PHASES ? "phases" : "store", p.BM, p.BN, p.E == 4 ? "fp32 (split)" : "tf32",
           (long long)p.Q[0], (long long)p.Q[1], (long long)p.Q[2], (long long)p.taps[0], (long long)p.taps[1],
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y, p.teams, p.order ? " in turns" : "",
-          p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "", p.tma ? ", TMA patches" : "", p.wg ? ", wgmma" : "");
+          p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "", p.tma ? ", TMA patches" : "", p.wg ? ", wgmma" : "", p.pst ? ", staged rows" : "");
   if (p.nsub == 2) { // the two sub-GEMMs' taps along W, before the line's end
     const size_t len = strlen(line);
     if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", 2 sub-GEMMs (W taps %lld, %lld)\n",

@@ -29,6 +29,7 @@ int tc_wg_index(int n, int k) { return (n >> 3) * 64 + (k >> 2) * 32 + (n & 7) *
 #define TC_GRID_CONST const __grid_constant__ // a kernel parameter whose address TMA reads (the tensor map)
 #define TC_SMEM_DECL(name) extern __shared__ __align__(128) unsigned char name[] // 128: TMA destinations
 #define TC_SYNC() __syncthreads()
+#define tc_syncwarp() __syncwarp()
 #define TC_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
 typedef cudaStream_t tc_stream;
 typedef dim3 tc_dim3;
@@ -255,6 +256,7 @@ extern thread_local tc_emu_thread tc_emu;
 #define TC_SMEM_DECL(name) unsigned char *name = tc_emu.smem
 #define TC_GRID_CONST const
 #define TC_SYNC() tc_emu.block_bar->arrive_and_wait()
+#define tc_syncwarp() tc_emu.warp->bar->arrive_and_wait()
 #define __restrict__
 #define __ldg(p) (*(p))
 #ifndef VOLUA_ERR_MAX
