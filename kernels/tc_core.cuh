@@ -479,6 +479,7 @@ TC_DEVICE void tc_each_value(const float (&acc)[WM][WN][4], const float (&corr)[
 // channel changes. Rows start 0, 1, 16 and 17 banks apart, so that a warp's STS of one register
 // hits 32 banks.
 #define TC_PST_PITCH(WM) (WM * 32 + 32)
+TC_DEVICE int tc_pst_row(int r) { return (r & 1) | ((r & 2) << 3); } // row r's start, in floats past r * pitch
 template <int WM> struct TcPhaseRows {
   int off[4][WM], cofs[4]; // a lane's values (row r, k): offset from the block's channel base; row r's channel step
   unsigned ok;             // bit r * WM + k: stored (before the channel check)
@@ -512,7 +513,7 @@ TC_DEVICE void tc_store_phase_rows(const Params &p, const float (&acc)[WM][WN][4
                                    int64_t ovol, const float *bias) {
   constexpr int S = TC_PST_PITCH(WM);
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  float *srow = stage + t * S + ((t & 1) | ((t & 2) << 3)); // this thread's row
+  float *srow = stage + t * S + tc_pst_row(t); // this thread's row
   const int cof = p.phq[2 * t] >> 24; // its channel step (pr.cofs[t]: an index by lane put pr on the stack)
 #pragma unroll
   for (int j = 0; j < WN; j++) {
@@ -535,7 +536,7 @@ TC_DEVICE void tc_store_phase_rows(const Params &p, const float (&acc)[WM][WN][4
 #pragma unroll
       for (int k = 0; k < WM; k++)
         if (((pr.ok >> (r * WM + k)) & 1) && cj + pr.cofs[r] < p.C_out)
-          yj[pr.off[r][k]] = stage[r * S + ((r & 1) | ((r & 2) << 3)) + lane + 32 * k];
+          yj[pr.off[r][k]] = stage[r * S + tc_pst_row(r) + lane + 32 * k];
     tc_syncwarp(); // read before the next block overwrites
   }
 }
