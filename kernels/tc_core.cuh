@@ -52,6 +52,10 @@ enum { EPI_STORE = 0, EPI_WBOX = 1, EPI_STATS = 2, EPI_PHASES = 3 };
 // TC_WARPS warps stacked along M: BM = 256 or 512 positions.
 #define TC_WARPS 8
 
+// Blocks per SM the kernel is compiled for (__launch_bounds__): two where 128 registers a thread
+// serve (the statistics kernels, and math "tf32" with WM 2 and at most 32 channels), else one.
+#define TC_MIN_BLOCKS(epi, split, wm, wn) (((epi) == EPI_STATS || (!(split) && (wm) == 2 && (wn) <= 4)) ? 2 : 1)
+
 // The kernels that come in a two-team instantiation (Params::teams 2): the plain store epilogue in
 // math "tf32" with WM 4, no groups, one or two sub-GEMMs (the plans that gain: small K,
 // bench/NOTES.md). The team arithmetic stays out of every other kernel: with it as run-time values,
@@ -592,7 +596,7 @@ TC_DEVICE void tc_gn_finish(const Params &p, int64_t n, int parts, int lane) {
 // instantiation: the group arithmetic, folded away where there are none, cost the plain kernels
 // 1.5 to 3.5 % on the H200).
 template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1>
-TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, (EPI == EPI_STATS || (!SPLIT && WM == 2 && WN <= 4)) ? 2 : 1)
+TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
     tc_conv_kernel(TC_GRID_CONST Params p) {
   TC_SMEM_DECL(smem);
   constexpr int BN = WN * 8;
@@ -1317,7 +1321,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   {
     const char *v = getenv("VOLUA_TC_PST");
     const int64_t off = ((int64_t)p.smem + 15) / 16 * 16, with = off + (int64_t)TC_WARPS * 4 * TC_PST_PITCH(WM) * 4;
-    const int64_t regs_nb = !split && WM == 2 && WN <= 4 ? 2 : 1; // blocks an SM's registers hold (TC_BOUNDS)
+    const int64_t regs_nb = TC_MIN_BLOCKS(epi, split, WM, WN); // blocks an SM's registers hold
     auto nb = [&](int64_t bytes) { const int64_t b = (smem_cap + 1024) / (bytes + 1024); return b < regs_nb ? b : regs_nb; };
     p.pst = best_score >= 0 && epi == EPI_PHASES && p.phs2 == 2 && p.off32 && !(v && strcmp(v, "0") == 0) &&
             with <= smem_cap && nb(with) == nb((int64_t)p.smem);
