@@ -195,6 +195,10 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 5, cout = 9, size = {3, 4, 5}, k = 2, stride = 3, padding = 0, bias = true}, -- dead phases
         {n = 2, cin = 3, cout = 12, size = {5, 5, 5}, k = {1, 3, 2}, stride = {1, 2, 3}, dilation = {1, 3, 2},
          padding = {0, 1, 1}, output_padding = {0, 2, 1}},
+        -- stride 1 (the plain store epilogue): L1-61-like with C_in in chunks, and dilations that
+        -- leave outputs no tap reaches (bias only)
+        {n = 2, cin = 40, cout = 24, size = {3, 5, 16}, k = 3, padding = 1, bias = true},
+        {n = 1, cin = 5, cout = 8, size = {3, 5, 16}, k = 3, padding = 1, dilation = {1, 2, 4}, bias = true},
       }
       run_cases(mode, cases, 1000, "t")
     end)
