@@ -1,0 +1,21 @@
+-- bench/elementwise.lua: volua's side of bench/elementwise.py (run that one: it runs this and prints
+-- both). Times elementwise ops on a (8, 32, 32, 128, 128) float32 volume (537 MB) with vol.bench (CUDA
+-- events, a 256 MB L2 flush before each call, median of 30) and prints "name ms" lines.
+-- Run alone: build/bin/volua bench/elementwise.lua
+local vol = require "volua"
+local shape = {8, 32, 32, 128, 128}
+local a = vol.rand(shape, {seed = 1}):cuda()
+local b = vol.rand(shape, {seed = 2}):cuda()
+local y = vol.empty(shape):cuda()
+local ops = {
+  {"fill(0)", function() y:fill(0) end},
+  {"fill(1.5)", function() y:fill(1.5) end},
+  {"a+b", function() return a + b end},
+  {"a*1.5", function() return a * 1.5 end},
+  {"relu(a)", function() return a:relu() end},
+  {"-a", function() return -a end},
+}
+for _, o in ipairs(ops) do
+  print(("%-10s %.4f"):format(o[1], vol.bench(o[2], {warmup = 3, reps = 30, flush_mb = 256})))
+  io.stdout:flush()
+end

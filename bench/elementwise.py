@@ -1,0 +1,65 @@
+"""bench/elementwise.py: elementwise ops, PyTorch and volua in one command (on the device machine).
+
+Times fill(0), fill(1.5), a + b, a * 1.5, relu(a) and -a on a (8, 32, 32, 128, 128) float32 volume
+(537 MB): PyTorch with CUDA events, a 256 MB write (L2 flush) before each call, median of 30 after 3
+warm-up calls; then volua's bench/elementwise.lua the same way (vol.bench). Prints per op both
+times, their ratio, and each side's bytes moved over time (the floor is bytes over the copy
+bandwidth, about 4.2 TB/s on an H200).
+Run: python3 bench/elementwise.py [path to volua, default build/bin/volua]
+"""
+import statistics
+import subprocess
+import sys
+
+import torch
+
+OPS = ["fill(0)", "fill(1.5)", "a+b", "a*1.5", "relu(a)", "-a"]
+BYTES_PER_ELEM = {"fill(0)": 4, "fill(1.5)": 4, "a+b": 12, "a*1.5": 8, "relu(a)": 8, "-a": 8}
+
+
+def time_cuda(fn, flush, warmup=3, reps=30):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def main():
+    volua = sys.argv[1] if len(sys.argv) > 1 else "build/bin/volua"
+    dev = torch.device("cuda")
+    shape = (8, 32, 32, 128, 128)
+    gen = torch.Generator(device=dev).manual_seed(1)
+    a = torch.rand(shape, device=dev, generator=gen)
+    b = torch.rand(shape, device=dev, generator=gen)
+    y = torch.empty(shape, device=dev)
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+    fns = {"fill(0)": lambda: y.fill_(0), "fill(1.5)": lambda: y.fill_(1.5), "a+b": lambda: a + b,
+           "a*1.5": lambda: a * 1.5, "relu(a)": lambda: torch.relu(a), "-a": lambda: -a}
+    torch_ms = {name: time_cuda(fns[name], flush) for name in OPS}
+    del a, b, y, flush
+    torch.cuda.empty_cache()
+    out = subprocess.run([volua, "bench/elementwise.lua"], capture_output=True, text=True, check=True).stdout
+    volua_ms = {line.split()[0]: float(line.split()[1]) for line in out.splitlines() if line.strip()}
+    n = 1
+    for s in shape:
+        n *= s
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, shape {shape} float32")
+    print("| op | PyTorch ms | volua ms | volua x PyTorch | PyTorch TB/s | volua TB/s |")
+    print("|---|---|---|---|---|---|")
+    for name in OPS:
+        t, v = torch_ms[name], volua_ms[name]
+        gb = n * BYTES_PER_ELEM[name] / 1e12
+        print(f"| {name} | {t:.4f} | {v:.4f} | {t / v:.2f} | {gb / (t / 1e3):.2f} | {gb / (v / 1e3):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
