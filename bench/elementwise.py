@@ -1,7 +1,7 @@
 """bench/elementwise.py: elementwise ops, PyTorch and volua in one command (on the device machine).
 
-Times fill(0), fill(1.5), a + b, a * 1.5, relu(a) and -a on a (8, 32, 32, 128, 128) float32 volume
-(537 MB): PyTorch with CUDA events, a 256 MB write (L2 flush) before each call, median of 30 after 3
+Times fill(0), fill(1.5), a + b, a * 1.5, relu(a), -a, a * w (w of shape (1, 32, 1, 1, 1)) and a + v
+(v of shape (1, 1, 32, 128, 128)) on a (8, 32, 32, 128, 128) float32 volume (537 MB): PyTorch with CUDA events, a 256 MB write (L2 flush) before each call, median of 30 after 3
 warm-up calls; then volua's bench/elementwise.lua the same way (vol.bench). Prints per op both
 times, their ratio, and each side's bytes moved over time (the floor is bytes over the copy
 bandwidth, about 4.2 TB/s on an H200).
@@ -13,8 +13,9 @@ import sys
 
 import torch
 
-OPS = ["fill(0)", "fill(1.5)", "a+b", "a*1.5", "relu(a)", "-a"]
-BYTES_PER_ELEM = {"fill(0)": 4, "fill(1.5)": 4, "a+b": 12, "a*1.5": 8, "relu(a)": 8, "-a": 8}
+OPS = ["fill(0)", "fill(1.5)", "a+b", "a*1.5", "relu(a)", "-a", "a*w[c]", "a+v[dhw]"]
+# bytes moved per output element (the broadcast operand is small beside the volume: not counted)
+BYTES_PER_ELEM = {"fill(0)": 4, "fill(1.5)": 4, "a+b": 12, "a*1.5": 8, "relu(a)": 8, "-a": 8, "a*w[c]": 8, "a+v[dhw]": 8}
 
 
 def time_cuda(fn, flush, warmup=3, reps=30):
@@ -41,11 +42,14 @@ def main():
     a = torch.rand(shape, device=dev, generator=gen)
     b = torch.rand(shape, device=dev, generator=gen)
     y = torch.empty(shape, device=dev)
+    w = torch.rand((1, 32, 1, 1, 1), device=dev, generator=gen)
+    v = torch.rand((1, 1, 32, 128, 128), device=dev, generator=gen)
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
     fns = {"fill(0)": lambda: y.fill_(0), "fill(1.5)": lambda: y.fill_(1.5), "a+b": lambda: a + b,
-           "a*1.5": lambda: a * 1.5, "relu(a)": lambda: torch.relu(a), "-a": lambda: -a}
+           "a*1.5": lambda: a * 1.5, "relu(a)": lambda: torch.relu(a), "-a": lambda: -a,
+           "a*w[c]": lambda: a * w, "a+v[dhw]": lambda: a + v}
     torch_ms = {name: time_cuda(fns[name], flush) for name in OPS}
-    del a, b, y, flush
+    del a, b, y, w, v, flush
     torch.cuda.empty_cache()
     out = subprocess.run([volua, "bench/elementwise.lua"], capture_output=True, text=True, check=True).stdout
     volua_ms = {line.split()[0]: float(line.split()[1]) for line in out.splitlines() if line.strip()}

@@ -435,6 +435,32 @@ describe("GPU against CPU: tensor methods (seed " .. SEED .. ")", function()
     end
   end)
 
+  it("broadcast binary ops by rows of 256 or more (per channel, per volume, unaligned rows, int64, 70 000 rows)", function()
+    -- (the GPU's row kernel: dims coalesced, rows of the last dim; float4 where steps are 0 or 1)
+    local cases = {
+      {{2, 3, 4, 16, 20}, {1, 3, 1, 1, 1}},  -- per channel: rows of 1280, b's step 0
+      {{2, 3, 4, 16, 20}, {1, 1, 4, 16, 20}}, -- per volume: (6, 1280), both steps 1
+      {{1, 3, 1, 1, 1}, {2, 3, 4, 16, 20}},  -- the broadcast operand on the left
+      {{2, 3, 5, 7, 37}, {1, 3, 1, 1, 1}},   -- rows of 1295: one element at a time, a tail per row
+      {{2, 3, 5, 7, 37}, {2, 1, 5, 7, 37}},  -- rows of 1295 read at odd offsets
+      {{70000, 256}, {70000, 1}},            -- more rows than one grid dimension holds
+    }
+    for ci, c in ipairs(cases) do
+      local a, b = data(c[1], SEED + 600 + ci), data(c[2], SEED + 650 + ci)
+      sprinkle(a, r, 2)
+      local ga, gb = a:to(target), b:to(target)
+      local what = "rows " .. show(c)
+      assert_same(ga + gb, a + b, what .. " +")
+      assert_same(ga - gb, a - b, what .. " -")
+      assert_same(ga * gb, a * b, what .. " *")
+      assert_same(ga / gb, a / b, what .. " /")
+    end
+    local ii = vol.arange(2 * 3 * 300, {dtype = "int64"}):reshape({2, 3, 300}) * -3 + 7
+    local ij = vol.arange(3, {dtype = "int64"}):reshape({1, 3, 1}) * 5 - 4
+    assert_same(ii:to(target) * ij:to(target), ii * ij, "rows int64 *")
+    assert_same(ij:to(target) - ii:to(target), ij - ii, "rows int64 -")
+  end)
+
   it("unary ops, fill and conversions", function()
     local x = sprinkle(data({5, 7}, SEED + 401), r, 3)
     local g = x:to(target)
