@@ -2,6 +2,7 @@
 // reductions (sum, max, min, max_abs_diff, allclose), matching src/cpu/elementwise.c.
 #include <math.h>
 #include <stdint.h>
+#include <type_traits>
 
 #include "common.cuh"
 
@@ -41,7 +42,7 @@ struct binary_f32_rule {
 // One element a thread and a block per 256 elements wrote 1.43 TB/s on the H200 (a 571 MB fill);
 // 16-byte accesses wrote 4.1 TB/s (bench/overlap_probe.cu). Each thread takes MAP_UNROLL float4s a
 // block apart and issues all their loads before any store, so that enough bytes are in flight
-// (bench/NOTES.md, ninth session, bench/elementwise.py). F is the op's rule for one element (the
+// (bench/NOTES.md, ninth session, bench/ops.py). F is the op's rule for one element (the
 // functors above); the tail past the last multiple of 4, and misaligned pointers, go one at a time.
 #define MAP_UNROLL 4
 
@@ -244,15 +245,16 @@ struct sum_op {
   static __device__ __forceinline__ double combine(double a, double b) { return a + b; }
 };
 // max and min propagate NaN, like torch.max()
+// (combine in float for float32 inputs too: the same choices, so the same result)
 struct max_op {
   static __device__ __forceinline__ double identity() { return -INFINITY; }
-  static __device__ __forceinline__ double combine(double a, double b) {
+  template <typename V> static __device__ __forceinline__ V combine(V a, V b) {
     return isnan(a) ? a : isnan(b) ? b : (a > b ? a : b);
   }
 };
 struct min_op {
   static __device__ __forceinline__ double identity() { return INFINITY; }
-  static __device__ __forceinline__ double combine(double a, double b) {
+  template <typename V> static __device__ __forceinline__ V combine(V a, V b) {
     return isnan(a) ? a : isnan(b) ? b : (a < b ? a : b);
   }
 };
@@ -314,6 +316,24 @@ static __global__ void reduce_partial_kernel(int64_t n, F f, double *__restrict_
   if (threadIdx.x == 0) partial[blockIdx.x] = v;
 }
 
+// max and min of float32 values: compared in float (exact, as in double), converted once a thread.
+// (In double, each element's conversion, NaN tests and select ran max at 2.2 TB/s on the H200, 0.68x
+// PyTorch; sum, one conversion and one add, at 3.6.)
+template <typename Op>
+static __global__ void reduce_minmax_f32_kernel(int64_t n, const float *__restrict__ a, double *__restrict__ partial) {
+  __shared__ double scratch[32];
+  float v = (float)Op::identity();
+  const int64_t nth = (int64_t)blockDim.x * gridDim.x;
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + 3 * nth < n; i += 4 * nth) { // four loads in flight, then their comparisons in order
+    const float x0 = a[i], x1 = a[i + nth], x2 = a[i + 2 * nth], x3 = a[i + 3 * nth];
+    v = Op::combine(Op::combine(Op::combine(Op::combine(v, x0), x1), x2), x3);
+  }
+  for (; i < n; i += nth) v = Op::combine(v, a[i]);
+  const double r = block_reduce<Op>((double)v, scratch);
+  if (threadIdx.x == 0) partial[blockIdx.x] = r;
+}
+
 template <typename Op>
 static __global__ void reduce_final_kernel(int64_t n, const double *__restrict__ partial, double *__restrict__ out) {
   __shared__ double scratch[32];
@@ -326,12 +346,14 @@ static __global__ void reduce_final_kernel(int64_t n, const double *__restrict__
 #define REDUCE_BLOCKS 1024
 
 // scratch holds REDUCE_BLOCKS + 1 doubles; the result is copied to *result and the stream waited on.
+// (F: a per-element value functor; or float32 max/min: F is const float *, reduce_minmax_f32_kernel)
 template <typename Op, typename F>
 static int launch_reduce(const char *op, int64_t n, F f, double *scratch, double *result, cudaStream_t s,
                          char *err) {
   unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
   if (blocks > REDUCE_BLOCKS) blocks = REDUCE_BLOCKS;
-  reduce_partial_kernel<Op, F><<<blocks, VOLUA_THREADS, 0, s>>>(n, f, scratch);
+  if constexpr (std::is_same<F, const float *>::value) reduce_minmax_f32_kernel<Op><<<blocks, VOLUA_THREADS, 0, s>>>(n, f, scratch);
+  else reduce_partial_kernel<Op, F><<<blocks, VOLUA_THREADS, 0, s>>>(n, f, scratch);
   CUDA_CHECK_LAUNCH();
   reduce_final_kernel<Op><<<1, 1024, 0, s>>>((int64_t)blocks, scratch, scratch + REDUCE_BLOCKS);
   CUDA_CHECK_LAUNCH();
@@ -360,6 +382,10 @@ static int launch_reduce_typed(const char *op, const reduce_job *j, int64_t n, c
                                  scratch, result, s, err);
   default:
     if (j->op == VOLUA_RED_SUM) return launch_reduce<sum_op>(op, n, load_value<T>{a}, scratch, result, s, err);
+    if constexpr (std::is_same<T, float>::value) {
+      if (j->op == VOLUA_RED_MAX) return launch_reduce<max_op>(op, n, (const float *)a, scratch, result, s, err);
+      return launch_reduce<min_op>(op, n, (const float *)a, scratch, result, s, err);
+    }
     if (j->op == VOLUA_RED_MAX) return launch_reduce<max_op>(op, n, load_value<T>{a}, scratch, result, s, err);
     return launch_reduce<min_op>(op, n, load_value<T>{a}, scratch, result, s, err);
   }

@@ -1,64 +1,207 @@
 // mean.cu: mean over any set of dims (keepdim only changes the output's shape, not its order),
 // accumulated in double, as src/cpu/mean.c.
+//
+// The input's dims are coalesced first: size-1 dims dropped, neighbours of the same kind (kept or
+// reduced) merged, so that a mean over (D, H, W) of (N, C, D, H, W) is a mean over the last dim of
+// (N*C, D*H*W), and one over C is (N, C, D*H*W) with the middle dim reduced. Then:
+// - the last dim reduced (mean_rows_kernel): a block per (output, slice of its reduced elements),
+//   its threads along the contiguous runs of the last dim;
+// - the last dim kept (mean_cols_kernel): a thread per output of the last dim (neighbouring threads,
+//   neighbouring outputs), a block row per (outer output, slice), the reduced dims walked like an
+//   odometer;
+// - small reductions (at most MEAN_THREAD_LIMIT elements an output) but for a kept last dim of 32 or
+//   more, and the last dim reduced in runs shorter than MEAN_MIN_RUN: a thread per output.
+// Slices write their sums in double to a scratch buffer, which mean_finish_kernel adds in order
+// (one slice: the output directly), so the result does not depend on the schedule. (The first
+// version took a block per output and a division and a modulo per dim per element: a mean of a whole
+// 537 MB volume ran on one block, 530 ms on the H200; bench/NOTES.md, ninth session.)
 #include <stdint.h>
+#include <string.h>
 
 #include "common.cuh"
 
-// The input's dims split into kept ones (the output's, in order) and reduced ones, with the
-// input's row-major strides.
+// The coalesced dims, kept and reduced, with the input's row-major strides. With last_kept, the
+// last kept dim (kept_size[nkept - 1], stride 1) is the innermost dim of the input.
 typedef struct mean_plan {
-  int nkept, nred;
+  int nkept, nred, last_kept;
   int64_t kept_size[VOLUA_MEAN_MAX_DIMS], kept_stride[VOLUA_MEAN_MAX_DIMS];
   int64_t red_size[VOLUA_MEAN_MAX_DIMS], red_stride[VOLUA_MEAN_MAX_DIMS];
   int64_t out_numel, reduce_numel;
+  int64_t slices, per_slice; // each output's reduced elements in `slices` slices of per_slice (the last shorter)
 } mean_plan;
 
-// Input offset of output o's first element.
-__device__ __forceinline__ int64_t kept_offset(const mean_plan &p, int64_t o) {
+// Input offset of the first element of output o, over kept dims [0, nk).
+__device__ __forceinline__ int64_t kept_offset(const mean_plan &p, int64_t o, int nk) {
   int64_t off = 0;
-  for (int k = p.nkept - 1; k >= 0; k--) {
+  for (int k = nk - 1; k >= 0; k--) {
     off += (o % p.kept_size[k]) * p.kept_stride[k];
     o /= p.kept_size[k];
   }
   return off;
 }
 
-// Offset of the r-th reduced element relative to the output's first element.
-__device__ __forceinline__ int64_t reduced_offset(const mean_plan &p, int64_t r) {
+// Offset of reduced element r (flattened over reduced dims [0, nr)) from its output's first element.
+__device__ __forceinline__ int64_t reduced_offset(const mean_plan &p, int64_t r, int nr) {
   int64_t off = 0;
-  for (int k = p.nred - 1; k >= 0; k--) {
+  for (int k = nr - 1; k >= 0; k--) {
     off += (r % p.red_size[k]) * p.red_stride[k];
     r /= p.red_size[k];
   }
   return off;
 }
 
+// Where slice s of output o goes: the output itself (one slice), or its place among the partials.
+__device__ __forceinline__ void mean_put(const mean_plan &p, int64_t o, int64_t s, double sum, float *y, double *part) {
+  if (p.slices == 1) y[o] = (float)(sum / (double)p.reduce_numel);
+  else part[o * p.slices + s] = sum;
+}
+
 // -- kernels ----
 
-// One block per output (large reductions).
-static __global__ void mean_block_kernel(mean_plan p, const float *__restrict__ x, float *__restrict__ y) {
+// The last dim reduced: block (x, y) sums slice x of output y (and y + gridDim.y, ...). The slice's
+// elements are runs of the last dim (length L, stride 1); a run's offset comes from one walk over
+// the other reduced dims, then the threads read it in float4s, four at a time.
+static __global__ void mean_rows_kernel(mean_plan p, const float *__restrict__ x, float *__restrict__ y,
+                                        double *__restrict__ part) {
   __shared__ double scratch[32];
-  for (int64_t o = blockIdx.x; o < p.out_numel; o += gridDim.x) {
-    const float *xo = x + kept_offset(p, o);
-    double s = 0.0;
-    for (int64_t r = threadIdx.x; r < p.reduce_numel; r += blockDim.x) s += (double)xo[reduced_offset(p, r)];
-    s = volua_block_sum(s, scratch);
-    // reduce_numel 0 gives 0 / 0 = NaN, as torch.mean
-    if (threadIdx.x == 0) y[o] = (float)(s / (double)p.reduce_numel);
+  const int64_t L = p.red_size[p.nred - 1], bd = blockDim.x, s = blockIdx.x;
+  const int64_t r0 = s * p.per_slice, r1 = r0 + p.per_slice < p.reduce_numel ? r0 + p.per_slice : p.reduce_numel;
+  for (int64_t o = blockIdx.y; o < p.out_numel; o += gridDim.y) {
+    const int64_t base = kept_offset(p, o, p.nkept);
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    for (int64_t r = r0; r < r1;) {
+      const int64_t q = r / L, j = r - q * L, len = L - j < r1 - r ? L - j : r1 - r;
+      const float *xr = x + base + reduced_offset(p, q, p.nred - 1) + j;
+      // up to 3 elements to a 16-byte boundary, then float4s two at a time, then the tail
+      int64_t head = (int64_t)((16 - ((uintptr_t)xr & 15)) & 15) / 4;
+      if (head > len) head = len;
+      if (threadIdx.x < head) a0 += xr[threadIdx.x];
+      const float4 *x4 = reinterpret_cast<const float4 *>(xr + head);
+      const int64_t n4 = (len - head) / 4;
+      int64_t t = threadIdx.x;
+      for (; t + 3 * bd < n4; t += 4 * bd) { // four loads in flight a thread, then their sums
+        float4 u[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) u[k] = x4[t + k * bd];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+          a0 += u[k].x;
+          a1 += u[k].y;
+          a2 += u[k].z;
+          a3 += u[k].w;
+        }
+      }
+      for (; t < n4; t += bd) {
+        const float4 u = x4[t];
+        a0 += u.x;
+        a1 += u.y;
+        a2 += u.z;
+        a3 += u.w;
+      }
+      for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) a0 += xr[e];
+      r += len;
+    }
+    const double sum = volua_block_sum((a0 + a1) + (a2 + a3), scratch);
+    if (threadIdx.x == 0) mean_put(p, o, s, sum, y, part);
   }
 }
 
-// One thread per output (small reductions): the reduced dims are walked like an odometer.
+// The last dim kept (I outputs a row): thread i of block (x, y) takes inner outputs V * i .. V * i +
+// V - 1 (V 4: I a multiple of 4, so that every row start is 16-byte aligned; else 1) of outer output
+// oo and slice s, (oo, s) = divmod(y, slices), and walks its slice's reduced elements: one reduced
+// dim by a strided loop, four loads at a time; more by an odometer (started by one division per dim).
+template <int V> __device__ __forceinline__ void load_v(float (&u)[V], const float *p) {
+  if constexpr (V == 4) {
+    const float4 w = *reinterpret_cast<const float4 *>(p);
+    u[0] = w.x;
+    u[1] = w.y;
+    u[2] = w.z;
+    u[3] = w.w;
+  } else {
+    u[0] = *p;
+  }
+}
+template <int V> __device__ __forceinline__ void add_v(double (&acc)[V], const float *p) {
+  if constexpr (V == 4) {
+    const float4 u = *reinterpret_cast<const float4 *>(p);
+    acc[0] += u.x;
+    acc[1] += u.y;
+    acc[2] += u.z;
+    acc[3] += u.w;
+  } else {
+    acc[0] += *p;
+  }
+}
+template <int V>
+static __global__ void mean_cols_kernel(mean_plan p, const float *__restrict__ x, float *__restrict__ y,
+                                        double *__restrict__ part) {
+  const int nk = p.nkept - 1, nr = p.nred;
+  const int64_t I = p.kept_size[nk], outer = p.out_numel / I;
+  const int64_t i = V * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= I) return;
+  for (int64_t yy = blockIdx.y; yy < outer * p.slices; yy += gridDim.y) {
+    const int64_t oo = yy / p.slices, s = yy - oo * p.slices;
+    const int64_t r0 = s * p.per_slice, r1 = r0 + p.per_slice < p.reduce_numel ? r0 + p.per_slice : p.reduce_numel;
+    const float *xo = x + kept_offset(p, oo, nk) + i;
+    double a0[V], a1[V];
+#pragma unroll
+    for (int v = 0; v < V; v++) a0[v] = a1[v] = 0.0;
+    if (nr == 1) { // one reduced dim: a plain strided loop, four loads in flight, then their sums
+      const int64_t st = p.red_stride[0];
+      int64_t r = r0;
+      for (; r + 3 < r1; r += 4) {
+        float u[4][V];
+#pragma unroll
+        for (int k = 0; k < 4; k++) load_v<V>(u[k], xo + (r + k) * st);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+#pragma unroll
+          for (int v = 0; v < V; v++) (k & 1 ? a1 : a0)[v] += u[k][v];
+      }
+      for (; r < r1; r++) add_v<V>(a0, xo + r * st);
+    } else {
+      int64_t coord[VOLUA_MEAN_MAX_DIMS], off = 0, rest = r0;
+#pragma unroll
+      for (int k = VOLUA_MEAN_MAX_DIMS - 1; k >= 0; k--) {
+        coord[k] = 0;
+        if (k >= nr) continue;
+        coord[k] = rest % p.red_size[k];
+        rest /= p.red_size[k];
+        off += coord[k] * p.red_stride[k];
+      }
+      for (int64_t r = r0; r < r1; r++) {
+        add_v<V>(a0, xo + off);
+        // unrolled so that coord stays in registers (a run-time index would put it in local memory)
+#pragma unroll
+        for (int k = VOLUA_MEAN_MAX_DIMS - 1; k >= 0; k--) {
+          if (k >= nr) continue;
+          off += p.red_stride[k];
+          if (++coord[k] < p.red_size[k]) break;
+          off -= coord[k] * p.red_stride[k];
+          coord[k] = 0;
+        }
+      }
+    }
+#pragma unroll
+    for (int v = 0; v < V; v++) mean_put(p, oo * I + i + v, s, a0[v] + a1[v], y, part);
+  }
+}
+
+// Small reductions: a thread per output, the reduced dims walked like an odometer.
 static __global__ void mean_thread_kernel(mean_plan p, const float *__restrict__ x, float *__restrict__ y) {
   VOLUA_GRID_LOOP(o, p.out_numel) {
-    int64_t off = kept_offset(p, o);
+    int64_t off = 0, rest = o;
+    // (kept dims over all of them: with last_kept the innermost kept dim is one of them)
+    for (int k = p.nkept - 1; k >= 0; k--) {
+      off += (rest % p.kept_size[k]) * p.kept_stride[k];
+      rest /= p.kept_size[k];
+    }
     int64_t coord[VOLUA_MEAN_MAX_DIMS];
 #pragma unroll
     for (int k = 0; k < VOLUA_MEAN_MAX_DIMS; k++) coord[k] = 0;
     double s = 0.0;
     for (int64_t r = 0; r < p.reduce_numel; r++) {
       s += (double)x[off];
-      // unrolled so that coord stays in registers (a run-time index would put it in local memory)
 #pragma unroll
       for (int k = VOLUA_MEAN_MAX_DIMS - 1; k >= 0; k--) {
         if (k >= p.nred) continue;
@@ -68,40 +211,124 @@ static __global__ void mean_thread_kernel(mean_plan p, const float *__restrict__
         coord[k] = 0;
       }
     }
-    y[o] = (float)(s / (double)p.reduce_numel);
+    y[o] = (float)(s / (double)p.reduce_numel); // reduce_numel 0: 0 / 0 = NaN, as torch.mean
+  }
+}
+
+// Output o: its slices' sums added by a block, threads striding over them and then the block's
+// fixed tree (the same order every run). (A thread per output added 1056 sums in 69 us for a mean
+// of everything: one dependent load after the other.)
+static __global__ void mean_finish_kernel(mean_plan p, const double *__restrict__ part, float *__restrict__ y) {
+  __shared__ double scratch[32];
+  for (int64_t o = blockIdx.x; o < p.out_numel; o += gridDim.x) {
+    double s = 0.0;
+    for (int64_t k = threadIdx.x; k < p.slices; k += blockDim.x) s += part[o * p.slices + k];
+    s = volua_block_sum(s, scratch);
+    if (threadIdx.x == 0) y[o] = (float)(s / (double)p.reduce_numel);
   }
 }
 
 // -- launcher ----
 
 #define MEAN_THREAD_LIMIT 256 /* reductions this small run one per thread */
+#define MEAN_MIN_RUN 64       /* mean_rows_kernel where the last dim's runs are at least this long */
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaStream_t s, char *err) {
   const char *op = "mean";
+  if (g->out_numel <= 0) return 0;
   mean_plan p;
-  p.nkept = p.nred = 0;
-  int64_t stride = 1, strides[VOLUA_MEAN_MAX_DIMS];
-  for (int d = g->ndim - 1; d >= 0; d--) {
-    strides[d] = stride;
-    stride *= g->shape[d];
-  }
+  memset(&p, 0, sizeof p);
+  p.out_numel = g->out_numel;
+  p.reduce_numel = g->reduce_numel;
+  // coalesced dims, outermost first: size-1 dims dropped, a dim merged into the previous one of the
+  // same kind (the input is contiguous: the previous one's stride is this one's times its size)
+  int kinds[VOLUA_MEAN_MAX_DIMS], n = 0;
+  int64_t sizes[VOLUA_MEAN_MAX_DIMS], strides[VOLUA_MEAN_MAX_DIMS];
   for (int d = 0; d < g->ndim; d++) {
-    if (g->reduce[d]) {
-      p.red_size[p.nred] = g->shape[d];
+    if (g->shape[d] == 1) continue;
+    if (n > 0 && kinds[n - 1] == g->reduce[d]) {
+      sizes[n - 1] *= g->shape[d];
+      continue;
+    }
+    kinds[n] = g->reduce[d];
+    sizes[n++] = g->shape[d];
+  }
+  int64_t stride = 1;
+  for (int d = n - 1; d >= 0; d--) {
+    strides[d] = stride;
+    stride *= sizes[d];
+  }
+  for (int d = 0; d < n; d++) {
+    if (kinds[d]) {
+      p.red_size[p.nred] = sizes[d];
       p.red_stride[p.nred++] = strides[d];
     } else {
-      p.kept_size[p.nkept] = g->shape[d];
+      p.kept_size[p.nkept] = sizes[d];
       p.kept_stride[p.nkept++] = strides[d];
     }
   }
-  p.out_numel = g->out_numel;
-  p.reduce_numel = g->reduce_numel;
-  if (p.out_numel <= 0) return 0;
-  if (p.reduce_numel <= MEAN_THREAD_LIMIT)
+  p.last_kept = n > 0 && !kinds[n - 1];
+  p.slices = 1;
+  p.per_slice = p.reduce_numel;
+  // a thread per output where the reduction is small, unless the last dim is kept and at least 32
+  // long (then neighbouring outputs are neighbouring inputs: mean_cols_kernel reads them as float4s;
+  // a thread per output ran a mean over C of (8, 32, 32, 128, 128) at 1.3 TB/s)
+  const bool cols_small = p.last_kept && p.kept_size[p.nkept - 1] >= 32;
+  if (p.nred == 0 || p.reduce_numel == 0 || (p.reduce_numel <= MEAN_THREAD_LIMIT && !cols_small)) {
     mean_thread_kernel<<<volua_grid_for(p.out_numel, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(p, x, y);
-  else
-    mean_block_kernel<<<volua_grid_for(p.out_numel, 1), VOLUA_THREADS, 0, s>>>(p, x, y);
-  CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH();
+    return 0;
+  }
+  int sms = 0;
+  if (volua_sm_count(&sms) != cudaSuccess || sms < 1) {
+    (void)cudaGetLastError();
+    sms = 16;
+  }
+  const int64_t want = (int64_t)sms * 8; // blocks to fill the GPU
+  dim3 grid;
+  int cols4 = 0; // mean_cols_kernel<4>
+  const bool rows = !p.last_kept && p.red_size[p.nred - 1] >= MEAN_MIN_RUN;
+  if (rows) { // slices of at least 8192 elements
+    int64_t sl = cdiv(want, p.out_numel), most = p.reduce_numel / 8192;
+    if (sl > most) sl = most;
+    if (sl < 1) sl = 1;
+    p.per_slice = cdiv(p.reduce_numel, sl);
+    p.slices = cdiv(p.reduce_numel, p.per_slice);
+    grid = dim3((unsigned)p.slices, (unsigned)(p.out_numel < 65535 ? p.out_numel : 65535));
+  } else if (p.last_kept) { // slices of at least 64 elements a thread
+    const int64_t I = p.kept_size[p.nkept - 1], outer = p.out_numel / I;
+    cols4 = I % 4 == 0 && ((uintptr_t)x & 15) == 0;
+    const int64_t bx = cdiv(I, (int64_t)VOLUA_THREADS * (cols4 ? 4 : 1));
+    int64_t sl = cdiv(want, bx * outer), most = p.reduce_numel / 64;
+    if (sl > most) sl = most;
+    if (sl < 1) sl = 1;
+    p.per_slice = cdiv(p.reduce_numel, sl);
+    p.slices = cdiv(p.reduce_numel, p.per_slice);
+    const int64_t gy = outer * p.slices;
+    if (bx > 0x7fffffff) {
+      snprintf(err, VOLUA_ERR_MAX, "mean: %lld outputs along the last dim are too many", (long long)I);
+      return 1;
+    }
+    grid = dim3((unsigned)bx, (unsigned)(gy < 65535 ? gy : 65535));
+  } else { // the last dim reduced in short runs: a thread per output
+    mean_thread_kernel<<<volua_grid_for(p.out_numel, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(p, x, y);
+    CUDA_CHECK_LAUNCH();
+    return 0;
+  }
+  double *part = NULL;
+  if (p.slices > 1 && volua_cuda_malloc((void **)&part, p.out_numel * p.slices * (int64_t)sizeof(double), err)) return 1;
+  if (rows) mean_rows_kernel<<<grid, VOLUA_THREADS, 0, s>>>(p, x, y, part);
+  else if (cols4) mean_cols_kernel<4><<<grid, VOLUA_THREADS, 0, s>>>(p, x, y, part);
+  else mean_cols_kernel<1><<<grid, VOLUA_THREADS, 0, s>>>(p, x, y, part);
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess && p.slices > 1) {
+    mean_finish_kernel<<<volua_grid_for(p.out_numel, 1), 128, 0, s>>>(p, part, y);
+    e = cudaGetLastError();
+  }
+  volua_cuda_free(part); // (stream-ordered: the caching allocator reuses it only after this stream's work)
+  if (e != cudaSuccess) return volua_kernel_error(err, op, e, "kernel launch", __FILE__, __LINE__);
   return 0;
 }
 

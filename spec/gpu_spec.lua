@@ -277,6 +277,34 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     assert_close(vol.mean(x:to(target)), vol.mean(x), "mean of all")
   end)
 
+  it("mean: rows, columns and threads, reductions in slices, NaN, an empty reduction", function()
+    -- (mean.cu after coalescing: last dim reduced in runs of 64 or more: a block per (output, slice);
+    -- last dim kept: a thread per output, slices of the reduced dims, one or several of them)
+    local x = data({2, 3, 29, 41, 51}, SEED + 41, 5)
+    sprinkle(x, generator(SEED + 44), 1)
+    local y = data({2, 300, 8, 40}, SEED + 42)
+    local y2 = data({2, 300, 7, 9}, SEED + 45)
+    local z = data({20, 6, 30, 40}, SEED + 43, -3)
+    local cases = {
+      {x, {3, 4, 5}}, -- rows of 60 639 in 7 slices (runs off 16-byte boundaries), 6 outputs, one NaN
+      {x, {2, 3, 4, 5}}, -- rows of 181 917
+      {y, 2},         -- columns, 4 outputs a thread: 300 reduced elements in slices, 640 outputs
+      {y, {1, 2, 3}}, -- columns: one reduced dim of 4800 after coalescing
+      {y2, 2},        -- columns of 63 outputs: one output a thread
+      {z, 2},         -- columns with a short reduction (6): still a thread per 4 outputs
+      {z, {1, 3}},    -- columns: two reduced dims (20 and 30)
+      {z, {1, 4}},    -- runs of 40: a thread per output
+    }
+    for _, c in ipairs(cases) do
+      for _, keep in ipairs({false, true}) do
+        assert_close(vol.mean(c[1]:to(target), c[2], keep), vol.mean(c[1], c[2], keep),
+                     "mean of " .. show(c[1].shape) .. " dims " .. show(c[2]) .. " keepdim " .. tostring(keep))
+      end
+    end
+    local e = vol.zeros({2, 0, 3})
+    assert_close(vol.mean(e:to(target), 2), vol.mean(e, 2), "mean over an empty dim (NaN)")
+  end)
+
   it("conv3d_group_norm_mean: many spatial chunks per channel, a large mean", function()
     local x = data({2, 3, 12, 20, 21}, SEED + 41, 50)
     local cw, cb = data({8, 3, 3, 3, 3}, SEED + 42), data({8}, SEED + 43)

@@ -1,11 +1,12 @@
-"""bench/elementwise.py: elementwise ops, PyTorch and volua in one command (on the device machine).
+"""bench/ops.py: elementwise ops, reductions and means, PyTorch and volua in one command (device machine).
 
 Times fill(0), fill(1.5), a + b, a * 1.5, relu(a), -a, a * w (w of shape (1, 32, 1, 1, 1)) and a + v
-(v of shape (1, 1, 32, 128, 128)) on a (8, 32, 32, 128, 128) float32 volume (537 MB): PyTorch with CUDA events, a 256 MB write (L2 flush) before each call, median of 30 after 3
-warm-up calls; then volua's bench/elementwise.lua the same way (vol.bench). Prints per op both
+(v of shape (1, 1, 32, 128, 128)), sum, max, mean of everything, over (D, H, W) and over C, on a
+(8, 32, 32, 128, 128) float32 volume (537 MB): PyTorch with CUDA events, a 256 MB write (L2 flush) before each call, median of 30 after 3
+warm-up calls; then volua's bench/ops.lua the same way (vol.bench). Prints per op both
 times, their ratio, and each side's bytes moved over time (the floor is bytes over the copy
 bandwidth, about 4.2 TB/s on an H200).
-Run: python3 bench/elementwise.py [path to volua, default build/bin/volua]
+Run: python3 bench/ops.py [path to volua, default build/bin/volua]
 """
 import statistics
 import subprocess
@@ -13,9 +14,11 @@ import sys
 
 import torch
 
-OPS = ["fill(0)", "fill(1.5)", "a+b", "a*1.5", "relu(a)", "-a", "a*w[c]", "a+v[dhw]"]
+OPS = ["fill(0)", "fill(1.5)", "a+b", "a*1.5", "relu(a)", "-a", "a*w[c]", "a+v[dhw]", "sum", "max", "mean",
+       "mean[dhw]", "mean[c]"]
 # bytes moved per output element (the broadcast operand is small beside the volume: not counted)
-BYTES_PER_ELEM = {"fill(0)": 4, "fill(1.5)": 4, "a+b": 12, "a*1.5": 8, "relu(a)": 8, "-a": 8, "a*w[c]": 8, "a+v[dhw]": 8}
+BYTES_PER_ELEM = {"fill(0)": 4, "fill(1.5)": 4, "a+b": 12, "a*1.5": 8, "relu(a)": 8, "-a": 8, "a*w[c]": 8, "a+v[dhw]": 8,
+                  "sum": 4, "max": 4, "mean": 4, "mean[dhw]": 4, "mean[c]": 4}
 
 
 def time_cuda(fn, flush, warmup=3, reps=30):
@@ -47,11 +50,14 @@ def main():
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
     fns = {"fill(0)": lambda: y.fill_(0), "fill(1.5)": lambda: y.fill_(1.5), "a+b": lambda: a + b,
            "a*1.5": lambda: a * 1.5, "relu(a)": lambda: torch.relu(a), "-a": lambda: -a,
-           "a*w[c]": lambda: a * w, "a+v[dhw]": lambda: a + v}
+           "a*w[c]": lambda: a * w, "a+v[dhw]": lambda: a + v,
+           # (sum and max return numbers in volua: .item() here too)
+           "sum": lambda: a.sum().item(), "max": lambda: a.max().item(), "mean": lambda: a.mean(),
+           "mean[dhw]": lambda: a.mean(dim=(2, 3, 4)), "mean[c]": lambda: a.mean(dim=1)}
     torch_ms = {name: time_cuda(fns[name], flush) for name in OPS}
     del a, b, y, w, v, flush
     torch.cuda.empty_cache()
-    out = subprocess.run([volua, "bench/elementwise.lua"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([volua, "bench/ops.lua"], capture_output=True, text=True, check=True).stdout
     volua_ms = {line.split()[0]: float(line.split()[1]) for line in out.splitlines() if line.strip()}
     n = 1
     for s in shape:
