@@ -128,6 +128,8 @@ __device__ __forceinline__ int64_t volua_pad_index(int64_t i, int64_t n, int mod
   switch (mode) {
   case VOLUA_PAD_REFLECT:
     if (n == 1) return 0;
+    if (i < 0 && -i < n) return -i; // (within one reflection: no division)
+    if (i >= n && i <= 2 * (n - 1)) return 2 * (n - 1) - i;
     {
       // Period 2(n-1): correct for any distance, not just pad < n.
       int64_t p = 2 * (n - 1);
@@ -138,6 +140,8 @@ __device__ __forceinline__ int64_t volua_pad_index(int64_t i, int64_t n, int mod
   case VOLUA_PAD_REPLICATE:
     return i < 0 ? 0 : n - 1;
   case VOLUA_PAD_CIRCULAR:
+    if (i < 0 && i >= -n) return i + n; // (within one wrap: no division)
+    if (i >= n && i < 2 * n) return i - n;
     i %= n;
     return i < 0 ? i + n : i;
   default:

@@ -135,8 +135,19 @@ static int launch_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float
 extern "C" int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
                                          const float *cb, const float *gw, const float *gb, float *y,
                                          volua_math_mode math, cudaStream_t s, char *err) {
-  // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover
-  const int fast = volua_cuda_conv3d_gn_mean_tc(g, x, cw, cb, gw, gb, y, math, s, err);
+  // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover. It reads zero
+  // padding only: with another padding mode it gets a padded copy of the input (conv3d.cu). (Without
+  // it, L2-23's shape with reflect padding took 6.0 ms in this file's kernel, against 0.045 ms.)
+  int fast = VOLUA_FAST_NOT_APPLICABLE;
+  if (g->conv.padding_mode == VOLUA_PAD_ZEROS) {
+    fast = volua_cuda_conv3d_gn_mean_tc(g, x, cw, cb, gw, gb, y, math, s, err);
+  } else if (!volua_cuda_fast_disabled()) {
+    float *xp = NULL;
+    volua_conv3d_gn_mean_geom pg = *g;
+    fast = volua_cuda_conv3d_pad(&g->conv, x, &xp, &pg.conv, s, err);
+    if (fast == 0) fast = volua_cuda_conv3d_gn_mean_tc(&pg, xp, cw, cb, gw, gb, y, math, s, err);
+    volua_cuda_free(xp); // (stream-ordered: reused only by work queued after this call's)
+  }
   if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
   const char *op = "conv3d_group_norm_mean";
   const volua_conv3d_geom *c = &g->conv;

@@ -9,6 +9,7 @@ using namespace volua_tc;
 static int64_t fast_calls = 0;
 extern "C" int64_t volua_cuda_fast_calls(void) { return fast_calls; }
 extern "C" void volua_cuda_fast_note_call(void) { fast_calls++; }
+extern "C" int volua_cuda_fast_disabled(void) { return tc_fast_disabled(); }
 
 // -- conv3d as the GEMM: q = output position, i = q*stride - pad_lo + j*dilation ----
 

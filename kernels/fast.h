@@ -42,10 +42,21 @@ int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, const float
                                  const float *cb, const float *gw, const float *gb, float *y,
                                  volua_math_mode math, cudaStream_t s, char *err);
 
+/* conv3d.cu: for padding modes other than "zeros", which the fast paths do not read: x padded as
+ * F.pad would (reflect, replicate, circular) into *xp (allocated here; the caller frees it with
+ * volua_cuda_free) and in *pg the same convolution over it with no padding (its rows rounded up to
+ * a multiple of 4 floats: pad_hi[2] is minus the extra columns, which no output reads). 0, or
+ * VOLUA_FAST_NOT_APPLICABLE where there is no memory for the copy (err untouched, the CUDA error
+ * cleared), or a launch error (err). */
+int volua_cuda_conv3d_pad(const volua_conv3d_geom *g, const float *x, float **xp, volua_conv3d_geom *pg,
+                          cudaStream_t s, char *err);
+
 /* Calls served by a fast path since start (specs check that a shape took it). */
 int64_t volua_cuda_fast_calls(void);
 /* conv3d_tc.cu: counts one served call (used by the three fast paths). */
 void volua_cuda_fast_note_call(void);
+/* conv3d_tc.cu: VOLUA_FAST=0 is set (every fast path declines). */
+int volua_cuda_fast_disabled(void);
 
 /* bench_timer.cu: CUDA events on volua's stream and an L2 flush, for vol.bench (src/lua_bench.c). */
 typedef struct volua_cuda_timer volua_cuda_timer;

@@ -100,7 +100,8 @@ local function conv3d_case(mode, c)
   local g = c.groups or 1
   local w = weight({c.cout, (c.cin / g), c.k[1], c.k[2], c.k[3]}, (c.cin / g) * kvol, c.seed + 1)
   local b = c.bias and weight({c.cout}, (c.cin / g) * kvol, c.seed + 2) or nil
-  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1, groups = g}
+  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1, groups = g,
+                padding_mode = c.padding_mode}
   check(mode, "conv3d " .. show(c), function(dev)
     return vol.conv3d(x:to(dev), w:to(dev), b and b:to(dev), args)
   end, c.random, c.specials ~= nil)
@@ -127,7 +128,8 @@ local function gn_case(mode, c)
   local b = weight({c.cout}, c.cin * kvol, c.seed + 2)
   local gw = vol.rand({c.cout}, {seed = c.seed + 3}) * 2
   local gb = vol.rand({c.cout}, {seed = c.seed + 4}) * 3 - 1.5
-  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1}
+  local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1,
+                padding_mode = c.padding_mode}
   check(mode, "conv3d_group_norm_mean " .. show(c), function(dev)
     return vol.conv3d_group_norm_mean(x:to(dev), w:to(dev), b:to(dev), c.groups, gw:to(dev), gb:to(dev), args)
   end, c.random)
@@ -174,6 +176,26 @@ for _, mode in ipairs({"fp32", "tf32"}) do
          padding = {1, 2, 0}},
       }
       run_cases(mode, cases, 0, "c")
+    end)
+
+    it("conv3d and conv3d_group_norm_mean with reflect, replicate and circular padding (a padded copy)", function()
+      local cases = {
+        {n = 2, cin = 3, cout = 64, size = {6, 9, 11}, k = 3, padding = 1, padding_mode = "reflect"},
+        {n = 1, cin = 5, cout = 24, size = {4, 7, 10}, k = {3, 2, 5}, padding = {2, 1, 3}, stride = {1, 2, 1},
+         padding_mode = "replicate", bias = true},
+        {n = 2, cin = 4, cout = 8, size = {5, 6, 7}, k = 3, padding = {1, 2, 3}, dilation = {1, 2, 1},
+         padding_mode = "circular"},
+        {n = 1, cin = 8, cout = 8, groups = 8, size = {5, 6, 16}, k = 3, padding = 1, padding_mode = "reflect",
+         bias = true}, -- depthwise
+        {n = 1, cin = 8, cout = 16, groups = 2, size = {4, 5, 6}, k = 3, padding = 2, padding_mode = "circular"},
+      }
+      run_cases(mode, cases, 2500, "c")
+      gn_case(mode, {n = 3, cin = 3, cout = 24, groups = 8, size = {6, 8, 9}, k = {3, 3, 3}, padding = 1,
+                     padding_mode = "reflect", seed = SEED + 2600})
+      gn_case(mode, {n = 2, cin = 2, cout = 12, groups = 3, size = {5, 7, 6}, k = {3, 3, 3}, padding = {1, 2, 1},
+                     padding_mode = "replicate", offset = 50, seed = SEED + 2700})
+      gn_case(mode, {n = 2, cin = 3, cout = 8, groups = 4, size = {4, 5, 6}, k = {2, 3, 3}, padding = 1,
+                     padding_mode = "circular", seed = SEED + 2800})
     end)
 
     it("conv3d: random shapes, stride, dilation, padding", function()
