@@ -2,7 +2,8 @@
 
 conv3d 32 -> 32 channels, kernel 3, padding 1 on a (4, 32, 32, 64, 64) float32 input, and
 conv3d -> group_norm(8) -> mean on L2-23's shape with 16 samples, (16, 3, 24, 32, 32) -> 24 channels,
-kernel 3, padding 1; with padding_mode zeros, reflect, replicate and circular. PyTorch as nn.Conv3d
+kernel 3, padding 1, and fused64 the same with 64 channels (beyond volua's one-pass kernel: conv,
+group_norm and mean as three steps); with padding_mode zeros, reflect, replicate and circular. PyTorch as nn.Conv3d
 runs the other modes: F.pad, then the convolution (defaults: cuDNN, TF32 allowed). CUDA events, a
 256 MB write (L2 flush) before each call, median of 30. Then volua's bench/padding.lua, both maths.
 Prints one table: volua fp32 against PyTorch's defaults, volua tf32 likewise.
@@ -50,13 +51,17 @@ def main():
     x2 = torch.rand((16, 3, 24, 32, 32), device=dev, generator=gen)
     w2 = torch.rand((24, 3, 3, 3, 3), device=dev, generator=gen) - 0.5
     b2, gw, gb = (torch.rand(24, device=dev, generator=gen) for _ in range(3))
+    w3 = torch.rand((64, 3, 3, 3, 3), device=dev, generator=gen) - 0.5
+    b3, gw3, gb3 = (torch.rand(64, device=dev, generator=gen) for _ in range(3))
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
     t = {}
     for mode in MODES:
         t[("conv", mode)] = time_cuda(lambda: conv(x, w, b, mode), flush)
         t[("fused", mode)] = time_cuda(
             lambda: F.group_norm(conv(x2, w2, b2, mode), 8, gw, gb).mean(dim=(1, 2, 3, 4)), flush)
-    del x, w, b, x2, w2, b2, gw, gb, flush
+        t[("fused64", mode)] = time_cuda(
+            lambda: F.group_norm(conv(x2, w3, b3, mode), 8, gw3, gb3).mean(dim=(1, 2, 3, 4)), flush)
+    del x, w, b, x2, w2, b2, gw, gb, w3, b3, gw3, gb3, flush
     torch.cuda.empty_cache()
     out = subprocess.run([volua, "bench/padding.lua"], capture_output=True, text=True, check=True).stdout
     v = {}
@@ -66,7 +71,7 @@ def main():
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
     print("| op | padding_mode | PyTorch ms | volua fp32 ms | volua tf32 ms | fp32 x PyTorch | tf32 x PyTorch |")
     print("|---|---|---|---|---|---|---|")
-    for op in ("conv", "fused"):
+    for op in ("conv", "fused", "fused64"):
         for mode in MODES:
             p, f32, t32 = t[(op, mode)], v[(op, mode, "fp32")], v[(op, mode, "tf32")]
             print(f"| {op} | {mode} | {p:.4f} | {f32:.4f} | {t32:.4f} | {p / f32:.2f} | {p / t32:.2f} |")

@@ -8,6 +8,7 @@
 // so per channel only its mean and M2 (sum of squared deviations) are needed.
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common.cuh"
 #include "fast.h"
@@ -132,6 +133,42 @@ static int launch_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float
 // -- entry ----
 
 // math: "fp32" exact products, double accumulation; "tf32" rounds operands first (conv3d.cu).
+// Where the one-pass kernel does not apply (conv groups, more than 32 channels, more than 65535
+// samples): the convolution into a buffer (conv3d.cu, so its fast paths), group_norm over it in place
+// and the mean per sample, as PyTorch runs it. VOLUA_FAST_NOT_APPLICABLE where the buffer does not
+// fit (this file's direct kernel then). (That kernel, a thread per output and the sums in double,
+// took 6 ms for L2-23's shape where the one-pass kernel takes 0.045; bench/NOTES.md, ninth session.)
+static int conv3d_gn_mean_composed(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
+                                   const float *cb, const float *gw, const float *gb, float *y, volua_math_mode math,
+                                   cudaStream_t s, char *err) {
+  const volua_conv3d_geom *c = &g->conv;
+  const int64_t S = c->out[0] * c->out[1] * c->out[2];
+  float *z = NULL;
+  char merr[VOLUA_ERR_MAX];
+  if (volua_cuda_malloc((void **)&z, c->N * c->C_out * S * (int64_t)sizeof(float), merr)) {
+    (void)cudaGetLastError();
+    return VOLUA_FAST_NOT_APPLICABLE;
+  }
+  int rc = volua_cuda_conv3d(c, x, cw, cb, z, math, s, err);
+  if (rc == 0) {
+    volua_group_norm_geom gg = {c->N, c->C_out, S, g->groups, g->eps};
+    rc = volua_cuda_group_norm(&gg, z, gw, gb, z, s, err); // in place: each value read, then written, by one thread
+  }
+  if (rc == 0) {
+    volua_mean_geom mg;
+    memset(&mg, 0, sizeof mg);
+    mg.ndim = 2;
+    mg.shape[0] = c->N;
+    mg.shape[1] = c->C_out * S;
+    mg.reduce[1] = 1;
+    mg.out_numel = c->N;
+    mg.reduce_numel = c->C_out * S;
+    rc = volua_cuda_mean(&mg, z, y, s, err);
+  }
+  volua_cuda_free(z); // (stream-ordered: reused only by work queued after this call's)
+  return rc;
+}
+
 extern "C" int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
                                          const float *cb, const float *gw, const float *gb, float *y,
                                          volua_math_mode math, cudaStream_t s, char *err) {
@@ -148,6 +185,9 @@ extern "C" int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, con
     if (fast == 0) fast = volua_cuda_conv3d_gn_mean_tc(&pg, xp, cw, cb, gw, gb, y, math, s, err);
     volua_cuda_free(xp); // (stream-ordered: reused only by work queued after this call's)
   }
+  if (fast == VOLUA_FAST_NOT_APPLICABLE && !volua_cuda_fast_disabled() && g->conv.N > 0 && g->groups > 0 &&
+      g->conv.C_out > 0 && g->conv.out[0] > 0 && g->conv.out[1] > 0 && g->conv.out[2] > 0)
+    fast = conv3d_gn_mean_composed(g, x, cw, cb, gw, gb, y, math, s, err);
   if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
   const char *op = "conv3d_group_norm_mean";
   const volua_conv3d_geom *c = &g->conv;

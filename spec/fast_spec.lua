@@ -198,6 +198,12 @@ for _, mode in ipairs({"fp32", "tf32"}) do
                      padding_mode = "circular", seed = SEED + 2800})
     end)
 
+    it("conv3d_group_norm_mean beyond the one-pass kernel (more than 32 channels): conv, group_norm, mean", function()
+      gn_case(mode, {n = 2, cin = 3, cout = 64, groups = 8, size = {6, 8, 9}, k = {3, 3, 3}, seed = SEED + 2900})
+      gn_case(mode, {n = 2, cin = 4, cout = 48, groups = 6, size = {5, 7, 6}, k = {3, 3, 3}, padding = 1,
+                     padding_mode = "reflect", offset = 50, seed = SEED + 2950})
+    end)
+
     it("conv3d: random shapes, stride, dilation, padding", function()
       for trial = 1, TRIALS do
         local r = generator(SEED * 31 + trial)
