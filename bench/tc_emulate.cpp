@@ -411,6 +411,11 @@ int main(int argc, char **argv) {
       const int64_t inw[3] = {2, 3, 128}; // L1-73-like rows: the phases as columns, C_in in chunks
       run_transpose(1, 32, 16, inw, k3, s, p1, op0, d, true, m);
       run_transpose(1, 32, 32, inw, k3, s, p1, op0, d, true, m); // 256 columns: W pairs (fp32), every phase (tf32)
+      // 512 and 1024 columns: every phase in one GEMM (tf32; and fp32 where, as here, the phase-by-phase
+      // launches would have fewer tiles than SMs), 8 and 16 channel blocks
+      const int64_t in5[3] = {2, 3, 8}, op5[3] = {1, 1, 1};
+      run_transpose(1, 16, 64, in5, k3, s, p1, op5, d, true, m);
+      run_transpose(2, 8, 128, in5, k3, s, p1, op0, d, false, m);
       const int64_t op1[3] = {1, 0, 1}, s3[3] = {3, 1, 2};
       run_transpose(1, 4, 80, in, k3, s, p1, op1, d, false, m); // 320 columns: W phase pairs
       run_transpose(2, 4, 80, in, k3, s, p1, op1, d, true, m, 2); // grouped W phase pairs

@@ -210,7 +210,7 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
   if ((int64_t)nlive[0] * nlive[1] * nlive[2] > MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
 
   // -- every phase in one GEMM, where it applies and fits (VOLUA_TC_PHASES=0: phase by phase; =1: also
-  // at 129 to 256 columns in math "fp32" with padded K) ----
+  // at 129 to 1024 columns in math "fp32" with padded K) ----
   {
     const char *pe = getenv("VOLUA_TC_PHASES");
     int ok = !(pe && strcmp(pe, "0") == 0);
@@ -225,9 +225,13 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
     // TMA patches and the epilogue of offsets per (e, i, h)) it gains in math "tf32" (7-20 %, one
     // even) and where no phase lacks a union tap (k2 s2: 30-44 %), and loses in math "fp32" where
     // K is padded with the taps a phase lacks (k3 s2: 2.4x the products, three times each: 35-45 %
-    // slower). Beyond 256 columns: not measured, phase by phase.
+    // slower). From 257 to 1024 columns (ninth session: k3 s2 with 64 and 128 channels, k5 s2 with
+    // 64): it gains in math "tf32" (L2-100-like 64 -> 128 channels 8 %, 32 -> 64 channels 4 %, a
+    // small 128 -> 64 channels 3.5x; k5 s2 loses 2 %), and in math "fp32" it loses 13-38 % but where
+    // the phase-by-phase launches would leave SMs idle (fewer tiles than SMs: the small 128 -> 64
+    // channels, 2.9x faster). Beyond 1024 columns: not measured, phase by phase.
     const int64_t cols = g->C_out / g->groups * nph;
-    ok = ok && cols <= 256;
+    ok = ok && cols <= 1024;
     if (ok && nph >= 2) {
       Params p;
       memset(&p, 0, sizeof p);
@@ -274,8 +278,13 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
       int dense = 1; // every phase has every union tap (K is not padded)
       for (int d = 0; d < 3; d++)
         for (int64_t c = 0; c < g->stride[d]; c++) dense = dense && m.taps[d][c] == p.taps[d];
-      const int wide_ok = math != VOLUA_MATH_FP32 || dense || (pe && strcmp(pe, "1") == 0); // 1: forced (measuring)
-      if ((cols <= 128 || wide_ok) && tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
+      // a phase's tiles of 256 positions times its channel blocks of 64 (the phase-by-phase plan):
+      // fewer than the SMs, and a launch per phase leaves most of the GPU idle
+      const int64_t few = (p.N * p.groups * p.Q[0] * p.Q[1] * p.Q[2] + 255) / 256 * ((p.C_out + 63) / 64) < env.sms;
+      const int forced = pe && strcmp(pe, "1") == 0; // (measuring)
+      const int wide_ok = math != VOLUA_MATH_FP32 || dense || few || forced;
+      const int cols_ok = cols <= 256 || math != VOLUA_MATH_FP32 || few || forced;
+      if ((cols <= 128 || wide_ok) && cols_ok && tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
         // Where a phase lacks a union tap, its zero weights meet every input: an infinite or NaN
         // input would make NaN of outputs it does not reach. The weight preparation then also scans
         // the input and stamps a device flag where a value is not finite, and the direct gather

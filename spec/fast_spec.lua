@@ -241,6 +241,11 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {kind = "t", n = 1, cin = 4, cout = 80, size = {3, 4, 5}, k = 3, stride = 2, padding = 1,
          output_padding = {1, 0, 1}},                                            -- W phase pairs
         {kind = "t", n = 1, cin = 5, cout = 12, size = {3, 4, 6}, k = 3, stride = {3, 1, 2}, padding = 1}, -- pairs, stride 3
+        -- 512 and 1024 columns: every phase in one GEMM in math "tf32", and in "fp32" where the phase-by-
+        -- phase launches would have fewer tiles than SMs (here: all of them)
+        {kind = "t", n = 1, cin = 16, cout = 64, size = {2, 3, 8}, k = 3, stride = 2, padding = 1, output_padding = 1,
+         bias = true},
+        {kind = "t", n = 2, cin = 8, cout = 128, size = {2, 3, 8}, k = 3, stride = 2, padding = 1},
         {kind = "t", n = 2, cin = 4, cout = 80, groups = 2, size = {3, 4, 5}, k = 3, stride = 2, padding = 1,
          output_padding = {1, 0, 1}, bias = true},                               -- grouped W phase pairs
         {kind = "c", n = 2, cin = 6, cout = 144, groups = 2, size = {3, 5, 8}, k = 3, padding = 1, bias = true}, -- 2 channel blocks a group
