@@ -132,7 +132,6 @@ static int launch_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float
 
 // -- entry ----
 
-// math: "fp32" exact products, double accumulation; "tf32" rounds operands first (conv3d.cu).
 // Where the one-pass kernel does not apply (conv groups, more than 32 channels, more than 65535
 // samples): the convolution into a buffer (conv3d.cu, so its fast paths), group_norm over it in place
 // and the mean per sample, as PyTorch runs it. VOLUA_FAST_NOT_APPLICABLE where the buffer does not
@@ -169,6 +168,7 @@ static int conv3d_gn_mean_composed(const volua_conv3d_gn_mean_geom *g, const flo
   return rc;
 }
 
+// math: "fp32" exact products, double accumulation; "tf32" rounds operands first (conv3d.cu).
 extern "C" int volua_cuda_conv3d_gn_mean(const volua_conv3d_gn_mean_geom *g, const float *x, const float *cw,
                                          const float *cb, const float *gw, const float *gb, float *y,
                                          volua_math_mode math, cudaStream_t s, char *err) {
