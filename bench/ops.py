@@ -8,9 +8,10 @@ times, their ratio, and each side's bytes moved over time (the floor is bytes ov
 bandwidth, about 4.2 TB/s on an H200).
 Run: python3 bench/ops.py [path to volua, default build/bin/volua]
 """
-import statistics
 import subprocess
 import sys
+
+import bench  # bench/bench.py (this directory): its time_cuda
 
 import torch
 
@@ -21,20 +22,9 @@ BYTES_PER_ELEM = {"fill(0)": 4, "fill(1.5)": 4, "a+b": 12, "a*1.5": 8, "relu(a)"
                   "sum": 4, "max": 4, "mean": 4, "mean[dhw]": 4, "mean[c]": 4}
 
 
-def time_cuda(fn, flush, warmup=3, reps=30):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+def time_cuda(fn, flush):
+    """bench.py's timing (CUDA events, the flush before each call): the median of 30 after 3 warm-ups."""
+    return bench.time_cuda(fn, 3, 30, flush)[0]
 
 
 def main():

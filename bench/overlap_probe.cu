@@ -11,14 +11,7 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                                          \
-  do {                                                                                                                 \
-    cudaError_t e_ = (x);                                                                                              \
-    if (e_ != cudaSuccess) {                                                                                           \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                              \
-      exit(1);                                                                                                         \
-    }                                                                                                                  \
-  } while (0)
+#include "probe_check.h"
 
 // Holds its SM (2 blocks of 1024 threads: every thread slot) for `cycles` clocks, then ends.
 __global__ void __launch_bounds__(1024, 2) busy_kernel(long long cycles, int *sink) {

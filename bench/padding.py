@@ -9,9 +9,10 @@ runs the other modes: F.pad, then the convolution (defaults: cuDNN, TF32 allowed
 Prints one table: volua fp32 against PyTorch's defaults, volua tf32 likewise.
 Run: python3 bench/padding.py [path to volua, default build/bin/volua]
 """
-import statistics
 import subprocess
 import sys
+
+import bench  # bench/bench.py (this directory): its time_cuda
 
 import torch
 import torch.nn.functional as F
@@ -19,20 +20,9 @@ import torch.nn.functional as F
 MODES = ["zeros", "reflect", "replicate", "circular"]
 
 
-def time_cuda(fn, flush, warmup=3, reps=30):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+def time_cuda(fn, flush):
+    """bench.py's timing (CUDA events, the flush before each call): the median of 30 after 3 warm-ups."""
+    return bench.time_cuda(fn, 3, 30, flush)[0]
 
 
 def conv(x, w, b, mode):

@@ -16,14 +16,7 @@
 #include <cuda_runtime.h>
 
 #define TC_DEV __device__ __forceinline__
-#define CK(x)                                                                                                          \
-  do {                                                                                                                 \
-    cudaError_t e_ = (x);                                                                                              \
-    if (e_ != cudaSuccess) {                                                                                           \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                              \
-      exit(1);                                                                                                         \
-    }                                                                                                                  \
-  } while (0)
+#include "probe_check.h"
 
 TC_DEV void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 TC_DEV void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }

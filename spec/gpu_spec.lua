@@ -74,6 +74,14 @@ local function assert_same(got, want, what)
   assert.is_true(d == 0, ("%s: differs from the CPU, max_abs_diff %s"):format(what, tostring(d)))
 end
 
+-- The four binary ops of GPU operands ga, gb against the CPU's of a, b, bit for bit.
+local function assert_four(ga, gb, a, b, what)
+  assert_same(ga + gb, a + b, what .. " +")
+  assert_same(ga - gb, a - b, what .. " -")
+  assert_same(ga * gb, a * b, what .. " *")
+  assert_same(ga / gb, a / b, what .. " /")
+end
+
 -- Draws a case with gen(r) until the CPU accepts it (the CPU's checks are PyTorch's), then runs
 -- compare(case, cpu_results). Every trial has its own seed so a failure names its reproduction.
 local function random_trials(name, salt, gen, run, compare)
@@ -441,10 +449,7 @@ describe("GPU against CPU: tensor methods (seed " .. SEED .. ")", function()
       sprinkle(a, r, 1)
       local ga, gb = a:to(target), b:to(target)
       local what = "shapes " .. show(p)
-      assert_same(ga + gb, a + b, what .. " +")
-      assert_same(ga - gb, a - b, what .. " -")
-      assert_same(ga * gb, a * b, what .. " *")
-      assert_same(ga / gb, a / b, what .. " /")
+      assert_four(ga, gb, a, b, what)
       assert_same(ga + 2.5, a + 2.5, what .. " + scalar")
       assert_same(2.5 - ga, 2.5 - a, what .. " scalar -")
       assert_same(ga * -3, a * -3, what .. " * scalar")
@@ -476,12 +481,7 @@ describe("GPU against CPU: tensor methods (seed " .. SEED .. ")", function()
     for ci, c in ipairs(cases) do
       local a, b = data(c[1], SEED + 600 + ci), data(c[2], SEED + 650 + ci)
       sprinkle(a, r, 2)
-      local ga, gb = a:to(target), b:to(target)
-      local what = "rows " .. show(c)
-      assert_same(ga + gb, a + b, what .. " +")
-      assert_same(ga - gb, a - b, what .. " -")
-      assert_same(ga * gb, a * b, what .. " *")
-      assert_same(ga / gb, a / b, what .. " /")
+      assert_four(a:to(target), b:to(target), a, b, "rows " .. show(c))
     end
     local ii = vol.arange(2 * 3 * 300, {dtype = "int64"}):reshape({2, 3, 300}) * -3 + 7
     local ij = vol.arange(3, {dtype = "int64"}):reshape({1, 3, 1}) * 5 - 4
