@@ -105,18 +105,24 @@ static __global__ void binary_contiguous_kernel(int64_t n, const T *__restrict__
   VOLUA_GRID_LOOP(i, n) y[i] = bin(a[i], b[i], op);
 }
 
+// The offsets in a and b of index `rest` over dims [0, nd) of the broadcast (strides 0 on broadcast
+// dims), added to oa and ob.
+__device__ __forceinline__ void bcast_offsets(const volua_bcast_geom &g, int64_t rest, int nd, int64_t &oa, int64_t &ob) {
+  for (int d = nd - 1; d >= 0; d--) {
+    const int64_t k = rest % g.shape[d];
+    rest /= g.shape[d];
+    oa += k * g.stride_a[d];
+    ob += k * g.stride_b[d];
+  }
+}
+
 // Offsets of output element i in a and b through their broadcast strides (0 on broadcast dims).
 template <typename T>
 static __global__ void binary_bcast_kernel(volua_bcast_geom g, const T *__restrict__ a, const T *__restrict__ b,
                                     T *__restrict__ y, int op) {
   VOLUA_GRID_LOOP(i, g.numel) {
-    int64_t rest = i, oa = 0, ob = 0;
-    for (int d = g.ndim - 1; d >= 0; d--) {
-      int64_t k = rest % g.shape[d];
-      rest /= g.shape[d];
-      oa += k * g.stride_a[d];
-      ob += k * g.stride_b[d];
-    }
+    int64_t oa = 0, ob = 0;
+    bcast_offsets(g, i, g.ndim, oa, ob);
     y[i] = bin(a[oa], b[ob], op);
   }
 }
@@ -137,13 +143,8 @@ static __global__ void binary_rows_kernel(volua_bcast_geom g, const T *__restric
   const int64_t W = g.shape[last], sa = g.stride_a[last], sb = g.stride_b[last], rows = g.numel / W;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     if (threadIdx.x == 0) {
-      int64_t rest = r, oa = 0, ob = 0;
-      for (int d = last - 1; d >= 0; d--) {
-        const int64_t k = rest % g.shape[d];
-        rest /= g.shape[d];
-        oa += k * g.stride_a[d];
-        ob += k * g.stride_b[d];
-      }
+      int64_t oa = 0, ob = 0;
+      bcast_offsets(g, r, last, oa, ob);
       row_off[0] = oa;
       row_off[1] = ob;
     }

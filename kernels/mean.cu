@@ -20,10 +20,9 @@
 
 #include "common.cuh"
 
-// The coalesced dims, kept and reduced, with the input's row-major strides. With last_kept, the
-// last kept dim (kept_size[nkept - 1], stride 1) is the innermost dim of the input.
+// The coalesced dims, kept and reduced, with the input's row-major strides.
 typedef struct mean_plan {
-  int nkept, nred, last_kept;
+  int nkept, nred;
   int64_t kept_size[VOLUA_MEAN_MAX_DIMS], kept_stride[VOLUA_MEAN_MAX_DIMS];
   int64_t red_size[VOLUA_MEAN_MAX_DIMS], red_stride[VOLUA_MEAN_MAX_DIMS];
   int64_t out_numel, reduce_numel;
@@ -50,6 +49,20 @@ __device__ __forceinline__ int64_t reduced_offset(const mean_plan &p, int64_t r,
   return off;
 }
 
+// The next reduced element after the one at coord (reduced dims [0, nr)): off moves by its stride.
+// Unrolled whole, so that coord stays in registers (a run-time index would put it in local memory).
+__device__ __forceinline__ void reduced_next(const mean_plan &p, int64_t (&coord)[VOLUA_MEAN_MAX_DIMS], int64_t &off,
+                                             int nr) {
+#pragma unroll
+  for (int k = VOLUA_MEAN_MAX_DIMS - 1; k >= 0; k--) {
+    if (k >= nr) continue;
+    off += p.red_stride[k];
+    if (++coord[k] < p.red_size[k]) break;
+    off -= coord[k] * p.red_stride[k];
+    coord[k] = 0;
+  }
+}
+
 // Where slice s of output o goes: the output itself (one slice), or its place among the partials.
 __device__ __forceinline__ void mean_put(const mean_plan &p, int64_t o, int64_t s, double sum, float *y, double *part) {
   if (p.slices == 1) y[o] = (float)(sum / (double)p.reduce_numel);
@@ -72,7 +85,7 @@ static __global__ void mean_rows_kernel(mean_plan p, const float *__restrict__ x
     for (int64_t r = r0; r < r1;) {
       const int64_t q = r / L, j = r - q * L, len = L - j < r1 - r ? L - j : r1 - r;
       const float *xr = x + base + reduced_offset(p, q, p.nred - 1) + j;
-      // up to 3 elements to a 16-byte boundary, then float4s two at a time, then the tail
+      // up to 3 elements to a 16-byte boundary, then float4s four at a time, then the tail
       int64_t head = (int64_t)((16 - ((uintptr_t)xr & 15)) & 15) / 4;
       if (head > len) head = len;
       if (threadIdx.x < head) a0 += xr[threadIdx.x];
@@ -122,15 +135,10 @@ template <int V> __device__ __forceinline__ void load_v(float (&u)[V], const flo
   }
 }
 template <int V> __device__ __forceinline__ void add_v(double (&acc)[V], const float *p) {
-  if constexpr (V == 4) {
-    const float4 u = *reinterpret_cast<const float4 *>(p);
-    acc[0] += u.x;
-    acc[1] += u.y;
-    acc[2] += u.z;
-    acc[3] += u.w;
-  } else {
-    acc[0] += *p;
-  }
+  float u[V];
+  load_v<V>(u, p);
+#pragma unroll
+  for (int v = 0; v < V; v++) acc[v] += u[v];
 }
 template <int V>
 static __global__ void mean_cols_kernel(mean_plan p, const float *__restrict__ x, float *__restrict__ y,
@@ -171,15 +179,7 @@ static __global__ void mean_cols_kernel(mean_plan p, const float *__restrict__ x
       }
       for (int64_t r = r0; r < r1; r++) {
         add_v<V>(a0, xo + off);
-        // unrolled so that coord stays in registers (a run-time index would put it in local memory)
-#pragma unroll
-        for (int k = VOLUA_MEAN_MAX_DIMS - 1; k >= 0; k--) {
-          if (k >= nr) continue;
-          off += p.red_stride[k];
-          if (++coord[k] < p.red_size[k]) break;
-          off -= coord[k] * p.red_stride[k];
-          coord[k] = 0;
-        }
+        reduced_next(p, coord, off, nr);
       }
     }
 #pragma unroll
@@ -190,26 +190,13 @@ static __global__ void mean_cols_kernel(mean_plan p, const float *__restrict__ x
 // Small reductions: a thread per output, the reduced dims walked like an odometer.
 static __global__ void mean_thread_kernel(mean_plan p, const float *__restrict__ x, float *__restrict__ y) {
   VOLUA_GRID_LOOP(o, p.out_numel) {
-    int64_t off = 0, rest = o;
-    // (kept dims over all of them: with last_kept the innermost kept dim is one of them)
-    for (int k = p.nkept - 1; k >= 0; k--) {
-      off += (rest % p.kept_size[k]) * p.kept_stride[k];
-      rest /= p.kept_size[k];
-    }
-    int64_t coord[VOLUA_MEAN_MAX_DIMS];
+    int64_t off = kept_offset(p, o, p.nkept), coord[VOLUA_MEAN_MAX_DIMS];
 #pragma unroll
     for (int k = 0; k < VOLUA_MEAN_MAX_DIMS; k++) coord[k] = 0;
     double s = 0.0;
     for (int64_t r = 0; r < p.reduce_numel; r++) {
       s += (double)x[off];
-#pragma unroll
-      for (int k = VOLUA_MEAN_MAX_DIMS - 1; k >= 0; k--) {
-        if (k >= p.nred) continue;
-        off += p.red_stride[k];
-        if (++coord[k] < p.red_size[k]) break;
-        off -= coord[k] * p.red_stride[k];
-        coord[k] = 0;
-      }
+      reduced_next(p, coord, off, p.nred);
     }
     y[o] = (float)(s / (double)p.reduce_numel); // reduce_numel 0: 0 / 0 = NaN, as torch.mean
   }
@@ -234,6 +221,16 @@ static __global__ void mean_finish_kernel(mean_plan p, const double *__restrict_
 #define MEAN_MIN_RUN 64       /* mean_rows_kernel where the last dim's runs are at least this long */
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Each output's reduction in slices: as many as `want` blocks over `units` blocks an output ask
+// for, but each of at least `least` elements.
+static void mean_slices(mean_plan &p, int64_t want, int64_t units, int64_t least) {
+  int64_t sl = cdiv(want, units), most = p.reduce_numel / least;
+  if (sl > most) sl = most;
+  if (sl < 1) sl = 1;
+  p.per_slice = cdiv(p.reduce_numel, sl);
+  p.slices = cdiv(p.reduce_numel, p.per_slice);
+}
 
 static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaStream_t s, char *err) {
   const char *op = "mean";
@@ -269,13 +266,13 @@ static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaS
       p.kept_stride[p.nkept++] = strides[d];
     }
   }
-  p.last_kept = n > 0 && !kinds[n - 1];
+  const bool last_kept = n > 0 && !kinds[n - 1]; // (the last kept dim is then the input's innermost)
   p.slices = 1;
   p.per_slice = p.reduce_numel;
   // a thread per output where the reduction is small, unless the last dim is kept and at least 32
   // long (then neighbouring outputs are neighbouring inputs: mean_cols_kernel reads them as float4s;
   // a thread per output ran a mean over C of (8, 32, 32, 128, 128) at 1.3 TB/s)
-  const bool cols_small = p.last_kept && p.kept_size[p.nkept - 1] >= 32;
+  const bool cols_small = last_kept && p.kept_size[p.nkept - 1] >= 32;
   if (p.nred == 0 || p.reduce_numel == 0 || (p.reduce_numel <= MEAN_THREAD_LIMIT && !cols_small)) {
     mean_thread_kernel<<<volua_grid_for(p.out_numel, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(p, x, y);
     CUDA_CHECK_LAUNCH();
@@ -289,23 +286,15 @@ static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaS
   const int64_t want = (int64_t)sms * 8; // blocks to fill the GPU
   dim3 grid;
   int cols4 = 0; // mean_cols_kernel<4>
-  const bool rows = !p.last_kept && p.red_size[p.nred - 1] >= MEAN_MIN_RUN;
+  const bool rows = !last_kept && p.red_size[p.nred - 1] >= MEAN_MIN_RUN;
   if (rows) { // slices of at least 8192 elements
-    int64_t sl = cdiv(want, p.out_numel), most = p.reduce_numel / 8192;
-    if (sl > most) sl = most;
-    if (sl < 1) sl = 1;
-    p.per_slice = cdiv(p.reduce_numel, sl);
-    p.slices = cdiv(p.reduce_numel, p.per_slice);
+    mean_slices(p, want, p.out_numel, 8192);
     grid = dim3((unsigned)p.slices, (unsigned)(p.out_numel < 65535 ? p.out_numel : 65535));
-  } else if (p.last_kept) { // slices of at least 64 elements a thread
+  } else if (last_kept) { // slices of at least 64 elements a thread
     const int64_t I = p.kept_size[p.nkept - 1], outer = p.out_numel / I;
     cols4 = I % 4 == 0 && ((uintptr_t)x & 15) == 0;
     const int64_t bx = cdiv(I, (int64_t)VOLUA_THREADS * (cols4 ? 4 : 1));
-    int64_t sl = cdiv(want, bx * outer), most = p.reduce_numel / 64;
-    if (sl > most) sl = most;
-    if (sl < 1) sl = 1;
-    p.per_slice = cdiv(p.reduce_numel, sl);
-    p.slices = cdiv(p.reduce_numel, p.per_slice);
+    mean_slices(p, want, bx * outer, 64);
     const int64_t gy = outer * p.slices;
     if (bx > 0x7fffffff) {
       snprintf(err, VOLUA_ERR_MAX, "mean: %lld outputs along the last dim are too many", (long long)I);
