@@ -423,6 +423,17 @@ int main(int argc, char **argv) {
       run_conv3d(2, 6, 144, in, k3, s1, p1, d, true, m, 2);
       run_conv3d(2, 8, 8, in, k3, s, p1, d, true, m, 8);
     }
+    { // split K (forced: the emulator's 2 SMs never ask for it): C_in in chunks over 2 and 3 parts,
+      // one and two channel blocks, planes with a partial tile, stride and dilation
+      const int64_t in[3] = {4, 5, 6}, in2[3] = {3, 9, 33}, k[3] = {3, 3, 3}, s1[3] = {1, 1, 1}, s2[3] = {1, 2, 1};
+      const int64_t p1[3] = {1, 1, 1}, d1[3] = {1, 1, 1}, d2[3] = {1, 1, 2};
+      setenv("VOLUA_TC_KSPLIT", "3", 1);
+      run_conv3d(1, 70, 16, in, k, s1, p1, d1, false, m);
+      run_conv3d(2, 90, 70, in2, k, s2, p1, d2, true, m);
+      setenv("VOLUA_TC_KSPLIT", "2", 1);
+      run_conv3d(2, 70, 40, in2, k, s1, p1, d1, true, m);
+      unsetenv("VOLUA_TC_KSPLIT");
+    }
     for (int i = 0; i < random_cases; i++) {
       int64_t in[3], k[3], s[3], p[3], d[3], op[3];
       for (int j = 0; j < 3; j++) {

@@ -59,6 +59,7 @@ extern "C" int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, 
   if (volua_cuda_malloc(reinterpret_cast<void **>(&partials), nsums * 8 + p.N * 4, err)) return 1;
   p.partials = partials;
   p.done = reinterpret_cast<int *>(partials + nsums);
+  p.ndone = p.N;
   p.y = y;
   p.gn_groups = g->groups;
   p.gn_S = c->out[0] * c->out[1] * c->out[2];

@@ -63,11 +63,24 @@ extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, 
   p.bias = b;
   p.y = y;
   if (!tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_STORE, env)) return VOLUA_FAST_NOT_APPLICABLE;
+  tc_plan_ksplit(p, math == VOLUA_MATH_FP32, env);
+  float *ksws = NULL; // split K: the parts' sums, then the units' counts
+  if (p.ksplit > 1) {
+    const int64_t units = p.ntiles * p.co_blocks, nws = units * p.ksplit * p.BM * p.BN;
+    if (volua_cuda_malloc(reinterpret_cast<void **>(&ksws), nws * 4 + units * 4, err)) return 1;
+    p.ksws = ksws;
+    p.done = reinterpret_cast<int *>(ksws + nws);
+    p.ndone = units;
+  }
   float *wprep = NULL;
-  if (tc_prep_weights(p, conv3d_weights(g, w), &wprep, s, op, err)) return 1;
+  if (tc_prep_weights(p, conv3d_weights(g, w), &wprep, s, op, err)) {
+    volua_cuda_free(ksws);
+    return 1;
+  }
   p.wprep = wprep;
-  const int rc = tc_launch_store<false>(p, env, EPI_STORE, s, op, err);
+  const int rc = p.ksplit > 1 ? tc_launch_ksplit(p, env, s, op, err) : tc_launch_store<false>(p, env, EPI_STORE, s, op, err);
   volua_cuda_free(wprep); // stream-ordered reuse: later work on the stream runs after this launch
+  volua_cuda_free(ksws);
   if (rc == 0) volua_cuda_fast_note_call();
   return rc;
 }

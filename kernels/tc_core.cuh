@@ -98,7 +98,7 @@ struct Params {
   // EPI_STATS, the fused op's finish: blocks that have written their partial sums of sample n, in
   // done[n] (zeroed by tc_prep_kernel); the last applies GroupNorm (gn_groups groups, gn_S outputs
   // per channel, gn_eps, weight gn_w and bias gn_b or none) and writes the sample's mean to y[n]
-  int *done;
+  int *done; // (split K's counts too: see ksws)
   int64_t gn_groups, gn_S;
   double gn_eps;
   const float *gn_w, *gn_b;
@@ -145,6 +145,14 @@ struct Params {
   const float *sub_wprep[2];
   int64_t sub_taps2[2], sub_oofs2[2], sub_Q2[2];
   int sub_cofs[2], sub_ksteps[2], sub_w_floats[2];
+  // Split K (KS kernels, ksplit > 1 parts): each part's sums of each (tile, channel block) in ksws
+  // (tile-major, then channel block, part, value, thread); done[u] counts the parts of (tile,
+  // channel block) u that have arrived. ndone: done's counts (N for EPI_STATS, else the units), zeroed
+  // by tc_prep_kernel. (These fields last: the older fields' offsets, and so the other kernels'
+  // code, stay as they were.)
+  float *ksws;
+  int64_t ndone;
+  int ksplit;
 };
 
 // -- device side ----
@@ -595,7 +603,7 @@ TC_DEVICE void tc_gn_finish(const Params &p, int64_t n, int parts, int lane) {
 // TEAMS 2 (TC_TEAMABLE kernels, plans with short K): see "Teams" below. GR: groups > 1 (a separate
 // instantiation: the group arithmetic, folded away where there are none, cost the plain kernels
 // 1.5 to 3.5 % on the H200).
-template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1>
+template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1, bool KS = false>
 TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
     tc_conv_kernel(TC_GRID_CONST Params p) {
   TC_SMEM_DECL(smem);
@@ -690,8 +698,9 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
   } else if (!GR) {
     grp = 0;
     cb = (int)(blockIdx.x % p.co_blocks);
-    T0 = (int64_t)(blockIdx.x / p.co_blocks) * teams + team;
-    Tstep = (int64_t)(gridDim.x / p.co_blocks) * teams;
+    const int cols = KS ? p.co_blocks * p.ksplit : p.co_blocks; // KS: (channel block, part of K) pairs
+    T0 = (int64_t)(blockIdx.x / cols) * teams + team;
+    Tstep = (int64_t)(gridDim.x / cols) * teams;
     Tend = p.ntiles;
   } else {
     const int cols = p.co_blocks * (int)p.groups; // (group, channel block) pairs, group-major
@@ -702,7 +711,14 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
     Tstep = (int64_t)(gridDim.x / cols) * teams;
     Tend = p.ntiles;
   }
-  const int per_tile = NSUB * p.nchunks; // items per tile
+  // KS (split K, Params::ksplit): this block's part kpart of K, chunks C_LO to C_HI - 1 of each tile
+  const int kpart = KS ? (int)(blockIdx.x / p.co_blocks % p.ksplit) : 0;
+  const int ks_lo = KS ? (int)((int64_t)kpart * p.nchunks / p.ksplit) : 0;
+  const int ks_hi = KS ? (int)((int64_t)(kpart + 1) * p.nchunks / p.ksplit) : 0;
+  // (as expressions: with them as variables the compiler laid out the other kernels differently)
+#define C_LO (KS ? ks_lo : 0)
+#define C_HI (KS ? ks_hi : p.nchunks)
+  const int per_tile = NSUB * (KS ? ks_hi - ks_lo : p.nchunks); // items per tile
   // An item's chunk c (fastest), sub-GEMM sb and tile T, advanced by carries from item to item:
   // computed from the item's number, they were 64-bit divisions at every item (ncu: 13 % of L2-23's
   // tf32 samples with the tile decode; where a tile has several items, 18 % of KernelBench L1-73's
@@ -712,8 +728,8 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
     int64_t T;
   };
   auto next_item = [&](Item a) {
-    if (++a.c == p.nchunks) {
-      a.c = 0;
+    if (++a.c == C_HI) {
+      a.c = C_LO;
       if (++a.sb == NSUB) {
         a.sb = 0;
         a.T += Tstep;
@@ -750,7 +766,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
 #pragma unroll
       for (int sb = 0; sb < NSUB; sb++) tc_stage_weights(wfloats(sb), wb0 + sb * p.w_floats, wsrc(sb, 0));
     if (teams == 1) // (chunks: with item 0's weights; one team then)
-      tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth(), sbar(0), wonce ? nullptr : wsrc(0, 0), wb0, wfloats(0));
+      tc_stage_patch<GR>(p, pb, T0, C_LO, grp, stid(), snth(), sbar(0), wonce ? nullptr : wsrc(0, C_LO), wb0, wfloats(0));
   }
   if (teams > 1 && nitems > 0) tc_stage_patch<GR>(p, pb, T0, 0, grp, stid(), snth(), sbar(0));
   tc_commit();
@@ -765,7 +781,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
 #pragma unroll
   for (int j = 0; j < WN; j++) dsum[j][0] = dsum[j][1] = dsq[j][0] = dsq[j][1] = 0.0;
 
-  Item cur = {0, 0, T0}; // item it's
+  Item cur = {C_LO, 0, T0}; // item it's
   for (int64_t it = 0; it < nloop; it++, cur = next_item(cur)) {
     const bool have = it < nitems; // false only for an ordered team's idle turns
     if (!have) { // take the turn, and pass it on
@@ -788,7 +804,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
     if (p.wg) tc_fence_proxy_async(); // weights this thread staged (cp.async), before wgmma reads them
     tsync();
 
-    if (c == 0) {
+    if (c == C_LO) {
 #pragma unroll
       for (int i = 0; i < WM; i++)
 #pragma unroll
@@ -849,8 +865,53 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
         for (int h = 0; h < 2; h++) live[i][h] = live[i][h] && qw[i][h] < p.sub_Q2[sb];
     }
     const int64_t oofs2 = NSUB == 1 ? p.oofs[2] : p.sub_oofs2[sb];
+    if (KS && c == C_HI - 1) {
+      // -- split K (Params::ksplit): this part's sums (the values the epilogue would take, bias
+      // aside) to the scratch, one value of every thread after another (whole lines); the tile's
+      // part that arrives last adds the parts in part order (so the result does not depend on
+      // which arrives last) and goes on to the epilogue; the others go on to their next item ----
+      constexpr int NV = WM * WN * 4, NT = TC_WARPS * 32;
+      const int64_t unit = T * p.co_blocks + cb; // (tile, channel block)
+      const int64_t ustride = (int64_t)NV * NT;  // one part's values of a unit
+      float *mine = p.ksws + (unit * p.ksplit + kpart) * ustride + tid;
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int j = 0; j < WN; j++)
+#pragma unroll
+          for (int r = 0; r < 4; r++)
+            mine[((i * WN + j) * 4 + r) * NT] = SPLIT ? tc_join(acc[i][j][r], corr[i][j][r]) : acc[i][j][r];
+      tc_threadfence();
+      TC_SYNC();
+      if (!tc_sync_or(tid == 0 && tc_atomic_add(p.done + unit, 1) == p.ksplit - 1)) {
+        if (nbuf == 2) tsync(); // (as at the loop's end)
+        continue;
+      }
+      tc_threadfence();
+      // every part from the scratch (this one's too), a part at a time: a part's values are
+      // independent loads, all in flight at once (a loop over the parts per value waited for each
+      // load in turn: 64 round trips to L2, and a 64 -> 64 channel conv3d took 60 % longer split)
+      const float *parts = p.ksws + unit * p.ksplit * ustride + tid;
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int j = 0; j < WN; j++)
+#pragma unroll
+          for (int r = 0; r < 4; r++) {
+            acc[i][j][r] = tc_ld_l2f(parts + ((i * WN + j) * 4 + r) * NT);
+            corr[i][j][r] = 0.0f;
+          }
+#pragma unroll 1
+      for (int q = 1; q < p.ksplit; q++)
+#pragma unroll
+        for (int i = 0; i < WM; i++)
+#pragma unroll
+          for (int j = 0; j < WN; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) acc[i][j][r] += tc_ld_l2f(parts + q * ustride + ((i * WN + j) * 4 + r) * NT);
+    }
 
-    if (EPI == EPI_STORE && c == p.nchunks - 1 && p.contig) {
+    if (EPI == EPI_STORE && c == C_HI - 1 && p.contig) {
       // -- epilogue of a plain convolution: position p0 + off of channel co is at
       // y[((n * C_out + co) * OD + qd) * plane + p0 + off], so 32-bit offsets from one tile base.
       // A tile wholly inside the plane (all but a plane's last) needs no per-position checks: from
@@ -867,7 +928,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       };
       if (nlast == BM - 1) tc_each_value<WM, WN, SPLIT, false>(acc, corr, co0, p.C_out, bias, live, put);
       else tc_each_value<WM, WN, SPLIT, true>(acc, corr, co0, p.C_out, bias, live, put);
-    } else if (EPI == EPI_PHASES && c == p.nchunks - 1 && p.off32) {
+    } else if (EPI == EPI_PHASES && c == C_HI - 1 && p.off32) {
       // -- every phase of a transposed convolution, with 32-bit offsets within an output volume.
       // nph divides 8 (tc_plan) and a channel block's columns start at a multiple of 8, so this
       // thread's column 8j + 2t + e has the phase (2t + e) % nph whatever j, and the channel
@@ -922,7 +983,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
               }
           }
       }
-    } else if (EPI == EPI_PHASES && c == p.nchunks - 1) {
+    } else if (EPI == EPI_PHASES && c == C_HI - 1) {
       // -- every phase of a transposed convolution: column co * nph + ph of position q is output
       // (q0 * ostep0 + c0, q1 * ostep1 + c1, q2 * ostep2 + c2) of channel co, where inside the
       // output. A thread's columns 2t and 2t + 1 are neighbouring phases, so its two stores of a
@@ -950,7 +1011,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
               yc[oh * O2 + ow] = v + bv;
             }
         }
-    } else if (EPI != EPI_STATS && c == p.nchunks - 1 && p.off32) {
+    } else if (EPI != EPI_STATS && c == C_HI - 1 && p.off32) {
       // -- epilogue with 32-bit offsets from the tile's (n, first channel) base (p.off32: BN output
       // volumes fit in int): row offsets once per position, then per channel one add ----
       const int ovol = (int)(p.out[0] * p.out[1] * p.out[2]), out2 = (int)p.out[2], ost2 = (int)p.ostep[2];
@@ -1013,7 +1074,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
           }
         }
       }
-    } else if (EPI == EPI_STATS && c == p.nchunks - 1 && nlast == BM - 1) {
+    } else if (EPI == EPI_STATS && c == C_HI - 1 && nlast == BM - 1) {
       // -- statistics of a tile wholly inside its plane: no position checks (with them, each
       // value took a compare and four selects of the double sums beside its FADD, F2F, DADD and
       // DFMA; the epilogue was 27 % of L2-23's tf32 samples). The same sums in the same order ----
@@ -1021,7 +1082,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
         dsum[j][e] += (double)v;
         dsq[j][e] += (double)v * (double)v;
       });
-    } else if (c == p.nchunks - 1) { // -- epilogue: per channel (bias and base once), then the thread's rows ----
+    } else if (c == C_HI - 1) { // -- epilogue: per channel (bias and base once), then the thread's rows ----
       const int64_t ovol = p.out[0] * p.out[1] * p.out[2], od = qd * p.ostep[0] + p.oofs[0];
       int64_t rowoff[WM][2];
 #pragma unroll
@@ -1096,6 +1157,9 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
   }
 }
 
+#undef C_LO
+#undef C_HI
+
 // Weights -> the fragment order tc_compute reads: for (group, co block, chunk, k-step, n tile, lane) the
 // B fragment's two values b0 = W[co][k], b1 = W[co][k + 4] (co = 8*tile + lane/4, k = 8*step +
 // lane%4) as TF32, followed in math "fp32" by their small parts. Zeros pad K, C_in and C_out.
@@ -1150,8 +1214,8 @@ TC_DEVICE float tc_prep_part(float v, int e, int E) {
 
 TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) {
   const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
-  if (p.done) // EPI_STATS: the per-sample counts of the finish, zeroed here (a launch fewer than a memset)
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.N; i += (int64_t)blockDim.x * gridDim.x)
+  if (p.done) // the counts of EPI_STATS's finish or split K's parts, zeroed here (a launch fewer than a memset)
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.ndone; i += (int64_t)blockDim.x * gridDim.x)
       p.done[i] = 0;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (int64_t)blockDim.x * gridDim.x) {
@@ -1466,6 +1530,10 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y, p.teams, p.order ? " in turns" : "",
           p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "", p.tma ? ", TMA patches" : "", p.wg ? ", wgmma" : "", p.pst ? ", staged rows" : "");
+  if (p.ksplit > 1) { // the parts of K, before the line's end
+    const size_t len = strlen(line);
+    if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", K in %d parts\n", p.ksplit);
+  }
   if (p.nsub == 2) { // the two sub-GEMMs' taps along W, before the line's end
     const size_t len = strlen(line);
     if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", 2 sub-GEMMs (W taps %lld, %lld)\n",
@@ -1481,9 +1549,9 @@ static inline int tc_no_variant(const Params &p, const char *op, char *err) {
   return 1;
 }
 
-template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1>
+template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1, bool KS = false>
 static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const char *op, char *err) {
-  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR, TEAMS>;
+  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR, TEAMS, KS>;
   if (p.teams != TEAMS) return tc_no_variant(p, op, err);
   // The shared-memory limit and the occupancy query cost host time inside a timed call: done once
   // per kernel and size (one thread calls ops: the statics need no lock).
@@ -1511,7 +1579,7 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
     tc_report(p, op, EPI, parts, p.N, nb);
     TC_LAUNCH(kernel, tc_dim3((unsigned)parts, (unsigned)p.N), TC_WARPS * 32, p.smem, s, p);
   } else {
-    const int64_t cols = p.co_blocks * p.groups; // a block per (group, channel block) pair at least
+    const int64_t cols = p.co_blocks * p.groups * (KS ? p.ksplit : 1); // a block per (group, channel block, part of K) at least
     int64_t per_cb = (int64_t)nb * env.sms / cols;
     if (per_cb < 1) per_cb = 1;
     if (per_cb > p.ntiles) per_cb = p.ntiles;
@@ -1574,6 +1642,24 @@ template <bool WBOX = true, class P>
 static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, const char *op, char *err) {
   if (epi != EPI_WBOX) return tc_launch_epi<EPI_STORE>(p, env, s, op, err);
   if constexpr (WBOX) return tc_launch_epi<EPI_WBOX>(p, env, s, op, err);
+  return tc_no_variant(p, op, err);
+}
+
+// Split K (Params::ksplit > 1, tc_plan_ksplit; conv3d_tc.cu): the store epilogue of one group, one
+// team and one sub-GEMM; the (WM, math) pairs of tc_launch_epi, 32 or 64 channels per block.
+template <class P> static inline int tc_launch_ksplit(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  if (p.ksplit < 2 || p.groups != 1 || p.teams != 1 || p.nsub != 1 || (p.BN != 32 && p.BN != 64))
+    return tc_no_variant(p, op, err);
+  const bool split = p.E == 4, b64 = p.BN == 64;
+  if (split && p.WM == 2)
+    return b64 ? tc_launch_main<2, 8, true, EPI_STORE, 1, false, 1, true>(p, env, s, op, err)
+               : tc_launch_main<2, 4, true, EPI_STORE, 1, false, 1, true>(p, env, s, op, err);
+  if (!split && p.WM == 2)
+    return b64 ? tc_launch_main<2, 8, false, EPI_STORE, 1, false, 1, true>(p, env, s, op, err)
+               : tc_launch_main<2, 4, false, EPI_STORE, 1, false, 1, true>(p, env, s, op, err);
+  if (!split && p.WM == 4)
+    return b64 ? tc_launch_main<4, 8, false, EPI_STORE, 1, false, 1, true>(p, env, s, op, err)
+               : tc_launch_main<4, 4, false, EPI_STORE, 1, false, 1, true>(p, env, s, op, err);
   return tc_no_variant(p, op, err);
 }
 
@@ -1677,6 +1763,30 @@ static inline int tc_plan_stats(Params &p, bool split, const Env &env) {
     return tc_plan_teams(p, split, EPI_STATS, env);
   }
   return ok2 && tc_plan_teams(p, split, EPI_STATS, env);
+}
+
+// Split K (Params::ksplit): where a store plan has fewer (tile, channel block) units than the GPU
+// holds blocks, each unit's channel chunks go to ksplit blocks, ksplit = the blocks per unit
+// (at most the chunks, and 16), and the last part to finish adds the parts (tc_conv_kernel). One
+// group, one team, one sub-GEMM, at least two chunks. (Deep layers on small volumes: 512 -> 512
+// channels on 4 x 8 x 8 had 32 units for 132 SMs.) VOLUA_TC_KSPLIT=n forces n parts (1: none; for
+// measuring, and for the emulator's few SMs).
+static inline void tc_plan_ksplit(Params &p, bool split, const Env &env) {
+  p.ksplit = 1;
+  if (p.nsub != 1 || p.teams != 1 || p.groups != 1 || p.nchunks < 2 || (p.BN != 32 && p.BN != 64)) return;
+  const char *v = getenv("VOLUA_TC_KSPLIT");
+  int64_t parts;
+  if (v && atoi(v) > 0) {
+    parts = atoi(v);
+  } else {
+    const int64_t regs_nb = TC_MIN_BLOCKS(EPI_STORE, split, p.WM, p.BN / 8); // blocks an SM holds
+    const int64_t smem_nb = ((int64_t)env.smem_optin + 1024) / ((int64_t)p.smem + 1024);
+    const int64_t slots = (regs_nb < smem_nb ? regs_nb : smem_nb) * env.sms;
+    parts = slots / (p.ntiles * p.co_blocks);
+  }
+  if (parts > p.nchunks) parts = p.nchunks;
+  if (parts > 16) parts = 16;
+  if (parts >= 2) p.ksplit = (int)parts;
 }
 
 static inline int tc_fast_disabled(void) {

@@ -132,6 +132,8 @@ TC_DEVICE bool tc_all(bool v) { return __all_sync(0xffffffffu, v); } // v on eve
 TC_DEVICE void tc_threadfence() { __threadfence(); }
 TC_DEVICE int tc_atomic_add(int *p, int v) { return atomicAdd(p, v); } // the old value
 TC_DEVICE double tc_ld_l2(const double *p) { return __ldcg(p); }      // past L1: another block's writes
+TC_DEVICE float tc_ld_l2f(const float *p) { return __ldcg(p); }
+TC_DEVICE int tc_sync_or(int v) { return __syncthreads_or(v); } // a block barrier; whether v was set on any thread
 
 // Named barriers (ids 1..15; 0 is __syncthreads): `count` threads, whole warps, take part.
 // tc_bar_sync waits for the phase to complete; tc_bar_arrive counts towards it without waiting.
@@ -232,6 +234,7 @@ struct tc_emu_warp {
 struct tc_emu_named {
   std::mutex m;
   std::barrier<> *bar[16] = {};
+  std::atomic<int> any{0}; // tc_sync_or's
   ~tc_emu_named() {
     for (auto *b : bar) delete b;
   }
@@ -359,6 +362,18 @@ static inline bool tc_all(bool v) {
 static inline void tc_threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline int tc_atomic_add(int *p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
 static inline double tc_ld_l2(const double *p) { return *p; }
+static inline float tc_ld_l2f(const float *p) { return *p; }
+// (three barriers: the previous call's reads are done before v is set, and the set before the read;
+// thread 0 clears the flag before it reaches the next call's first barrier)
+static inline int tc_sync_or(int v) {
+  tc_emu.block_bar->arrive_and_wait();
+  if (v) tc_emu.named->any.store(1);
+  tc_emu.block_bar->arrive_and_wait();
+  const int r = tc_emu.named->any.load();
+  tc_emu.block_bar->arrive_and_wait();
+  if (tc_emu.tid.x == 0) tc_emu.named->any.store(0);
+  return r;
+}
 
 static inline std::barrier<> *tc_emu_bar(int id, int count) {
   tc_emu_named *nb = tc_emu.named;

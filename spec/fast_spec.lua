@@ -170,12 +170,24 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         -- have a tile for one team only, some none)
         {n = 2, cin = 3, cout = 64, size = {34, 40, 40}, k = 3},
         {n = 2, cin = 3, cout = 24, size = {6, 9, 11}, k = 3, bias = true},   -- 32 channels per block
-        {n = 1, cin = 40, cout = 16, size = {4, 5, 6}, k = 3, padding = 1},   -- input channels in chunks
+        {n = 1, cin = 40, cout = 16, size = {4, 5, 6}, k = 3, padding = 1},   -- input channels in chunks (K split: 1 tile)
+        {n = 3, cin = 40, cout = 16, size = {33, 16, 16}, k = 3, padding = 1}, -- chunks, 198 tiles: K whole on 132 SMs
         {n = 1, cin = 4, cout = 130, size = {4, 5, 6}, k = 3, padding = 1, bias = true}, -- 3 channel blocks
         {n = 2, cin = 3, cout = 8, size = {7, 9, 13}, k = {2, 3, 3}, stride = {1, 2, 3}, dilation = {2, 1, 2},
          padding = {1, 2, 0}},
       }
       run_cases(mode, cases, 0, "c")
+    end)
+
+    it("conv3d: few tiles for the GPU's SMs, K split across blocks", function()
+      local cases = {
+        {n = 1, cin = 96, cout = 70, size = {3, 5, 9}, k = 3, padding = 1, bias = true}, -- 6 units, 12+ chunks
+        {n = 2, cin = 64, cout = 32, size = {4, 8, 8}, k = 3, padding = 1},            -- 8x8 planes
+        {n = 1, cin = 128, cout = 64, size = {5, 9, 12}, k = 3, stride = {1, 2, 1}, dilation = {2, 1, 1},
+         padding = {2, 1, 0}, bias = true},
+        {n = 1, cin = 200, cout = 40, size = {2, 3, 4}, k = {1, 3, 3}, padding = 1},  -- one tile, one channel block
+      }
+      run_cases(mode, cases, 6000, "c")
     end)
 
     it("conv3d and conv3d_group_norm_mean with reflect, replicate and circular padding (a padded copy)", function()

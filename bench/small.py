@@ -1,0 +1,101 @@
+"""bench/small.py: convolutions with few tiles for the GPU (deep layers on small volumes), PyTorch
+and volua in one command (on the device machine).
+
+Each shape is timed by PyTorch at its defaults (cuDNN, TF32 allowed) with bench.py's method (CUDA
+events, a 256 MB write before each call, median of 30 after 3 warm-ups), then by volua's vol.bench
+(the same method) in math "fp32" and "tf32", once per volua environment given: each is a
+';'-separated list entry of space-separated NAME=VALUE settings ("" is volua's defaults), e.g.
+  python3 bench/small.py build/bin/volua ";VOLUA_TC_KSPLIT=1"
+times the default plans beside the plans without split K. Timing only: spec/fast_spec.lua's split
+K cases and the golden cases check the results. Inputs uniform in [0, 1), weights in [-0.5, 0.5).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import bench  # bench/bench.py (this directory): its time_cuda
+
+import torch
+import torch.nn.functional as F
+
+# name, op, input shape, weight shape, bias, arguments
+SHAPES = [
+    ("conv 128->128 (2,128,16,32,32) k3 p1", "conv", (2, 128, 16, 32, 32), (128, 128, 3, 3, 3), dict(padding=1)),
+    ("convT 128->64 (2,128,8,16,16) k3 s2 p1 op1", "convT", (2, 128, 8, 16, 16), (128, 64, 3, 3, 3),
+     dict(stride=2, padding=1, output_padding=1)),
+    ("conv 64->64 (1,64,16,32,32) k3 p1", "conv", (1, 64, 16, 32, 32), (64, 64, 3, 3, 3), dict(padding=1)),
+    ("conv 64->128 (4,64,8,16,16) k3 p1", "conv", (4, 64, 8, 16, 16), (128, 64, 3, 3, 3), dict(padding=1)),
+    ("conv 256->256 (2,256,8,16,16) k3 p1", "conv", (2, 256, 8, 16, 16), (256, 256, 3, 3, 3), dict(padding=1)),
+    ("convT 64->32 (4,64,8,16,16) k3 s2 p1 op1", "convT", (4, 64, 8, 16, 16), (64, 32, 3, 3, 3),
+     dict(stride=2, padding=1, output_padding=1)),
+    ("conv 32->32 (1,32,32,64,64) k3 p1", "conv", (1, 32, 32, 64, 64), (32, 32, 3, 3, 3), dict(padding=1)),
+    ("conv 512->512 (1,512,4,8,8) k3 p1", "conv", (1, 512, 4, 8, 8), (512, 512, 3, 3, 3), dict(padding=1)),
+]
+
+
+def lua_value(v):
+    return "{" + ",".join(str(i) for i in v) + "}" if isinstance(v, (tuple, list)) else str(v)
+
+
+def lua_script():
+    lines = ["local vol = require 'volua'", "local cases = {}"]
+    for i, (_, op, xs, ws, a) in enumerate(SHAPES):
+        args = "{" + ",".join(f"{k}={lua_value(v)}" for k, v in a.items()) + "}"
+        nb = ws[0] if op == "conv" else ws[1]
+        fn = "conv3d" if op == "conv" else "conv_transpose3d"
+        lines.append(f"cases[{i + 1}] = function() local x = vol.rand({lua_value(xs)}):cuda(); "
+                     f"local w = (vol.rand({lua_value(ws)}) - 0.5):cuda(); local b = vol.rand({{{nb}}}):cuda(); "
+                     f"return function() return vol.{fn}(x, w, b, {args}) end end")
+    lines.append("for i, make in ipairs(cases) do local f = make(); for _, m in ipairs({'fp32', 'tf32'}) do "
+                 "vol.set_math(m); print(i, m, (vol.bench(f, {warmup = 3, reps = 30}))) end; f = nil; "
+                 "collectgarbage() end")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    volua = sys.argv[1] if len(sys.argv) > 1 else "build/bin/volua"
+    variants = sys.argv[2].split(";") if len(sys.argv) > 2 else [""]
+    dev = torch.device("cuda")
+    gen = torch.Generator(device=dev).manual_seed(1)
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+    torch_ms = []
+    for _, op, xs, ws, a in SHAPES:
+        x = torch.rand(xs, device=dev, generator=gen)
+        w = torch.rand(ws, device=dev, generator=gen) - 0.5
+        b = torch.rand(ws[0] if op == "conv" else ws[1], device=dev, generator=gen)
+        f = (lambda: F.conv3d(x, w, b, **a)) if op == "conv" else (lambda: F.conv_transpose3d(x, w, b, **a))
+        torch_ms.append(bench.time_cuda(f, 3, 30, flush)[0])
+        del x, w, b
+    del flush
+    torch.cuda.empty_cache()
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(lua_script())
+        script = f.name
+    results = []
+    for var in variants:
+        env = dict(os.environ)
+        for kv in var.split():
+            k, v = kv.split("=", 1)
+            env[k] = v
+        out = subprocess.run([volua, script], capture_output=True, text=True, env=env, check=True).stdout
+        r = {}
+        for line in out.splitlines():
+            i, m, ms = line.split()
+            r[(int(i), m)] = float(ms)
+        results.append(r)
+    os.unlink(script)
+    head = "| shape | PyTorch ms |" + "".join(f" volua fp32 [{v or 'default'}] | volua tf32 [{v or 'default'}] |" for v in variants)
+    print(head)
+    print("|---|---|" + "---|---|" * len(variants))
+    for i, (name, *_rest) in enumerate(SHAPES):
+        row = f"| {name} | {torch_ms[i]:.4f} |"
+        for r in results:
+            for m in ("fp32", "tf32"):
+                ms = r[(i + 1, m)]
+                row += f" {ms:.4f} ({torch_ms[i] / ms:.2f}x) |"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
