@@ -171,7 +171,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 2, cin = 3, cout = 64, size = {34, 40, 40}, k = 3},
         {n = 2, cin = 3, cout = 24, size = {6, 9, 11}, k = 3, bias = true},   -- 32 channels per block
         {n = 1, cin = 40, cout = 16, size = {4, 5, 6}, k = 3, padding = 1},   -- input channels in chunks (K split: 1 tile)
-        {n = 3, cin = 40, cout = 16, size = {33, 16, 16}, k = 3, padding = 1}, -- chunks, 198 tiles: K whole on 132 SMs
+        {n = 3, cin = 40, cout = 16, size = {33, 16, 16}, k = 3, padding = 1}, -- chunks, 99 tiles: K whole on 132 SMs
         {n = 1, cin = 4, cout = 130, size = {4, 5, 6}, k = 3, padding = 1, bias = true}, -- 3 channel blocks
         {n = 2, cin = 3, cout = 8, size = {7, 9, 13}, k = {2, 3, 3}, stride = {1, 2, 3}, dilation = {2, 1, 2},
          padding = {1, 2, 0}},
