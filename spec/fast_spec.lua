@@ -186,6 +186,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 128, cout = 64, size = {5, 9, 12}, k = 3, stride = {1, 2, 1}, dilation = {2, 1, 1},
          padding = {2, 1, 0}, bias = true},
         {n = 1, cin = 200, cout = 40, size = {2, 3, 4}, k = {1, 3, 3}, padding = 1},  -- one tile, one channel block
+        {n = 1, cin = 96, cout = 40, size = {3, 5, 9}, k = 3, padding = 1, specials = 9}, -- NaN and infinities in the parts
       }
       run_cases(mode, cases, 6000, "c")
     end)
