@@ -602,7 +602,9 @@ TC_DEVICE void tc_gn_finish(const Params &p, int64_t n, int parts, int lane) {
 // buffers that alternate by item), two patch buffers (TEAMS 2: tbufs per team), EPI_STATS sums.
 // TEAMS 2 (TC_TEAMABLE kernels, plans with short K): see "Teams" below. GR: groups > 1 (a separate
 // instantiation: the group arithmetic, folded away where there are none, cost the plain kernels
-// 1.5 to 3.5 % on the H200).
+// 1.5 to 3.5 % on the H200). KS: split K (Params::ksplit; EPI_STORE, one team, one sub-GEMM, no
+// groups): a block takes one part of each of its tiles' channel chunks, and the part that
+// finishes a tile last adds the parts before the epilogue.
 template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1, bool KS = false>
 TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
     tc_conv_kernel(TC_GRID_CONST Params p) {
