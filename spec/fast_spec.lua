@@ -2,8 +2,9 @@
 -- conv3d_group_norm_mean) against the CPU reference, in math "fp32" (rtol 1e-4, atol 1e-5) and
 -- "tf32" (1e-2, 1e-2): the benchmark shapes of issue 4 reduced in size, odd sizes, stride, dilation,
 -- padding, groups, channel counts that take each variant (32 or 64 channels per block, input channels
--- in chunks, two channel blocks, transposed phases with and without taps). Each case also checks,
--- through vol.fast_calls, that the fast path served it. Pending without a GPU. Run it with
+-- in chunks, two channel blocks, transposed phases with and without taps), and conv3d's K split
+-- across blocks where the tiles are few (VOLUA_TC_VERBOSE=1's plan lines say "K in n parts"). Each
+-- case also checks, through vol.fast_calls, that the fast path served it. Pending without a GPU. Run it with
 -- VOLUA_POISON=1 so that an output element the kernels forget to write is NaN and fails.
 -- VOLUA_SEED=n reproduces a run; VOLUA_FAST_TRIALS sets the random cases per op and mode (default 12).
 -- VOLUA_FAST_SPEC_DEVICE=cpu runs the cases CPU against CPU (a self-test of this file without a GPU).
