@@ -34,19 +34,14 @@ SHAPES = [
 ]
 
 
-def lua_value(v):
-    return "{" + ",".join(str(i) for i in v) + "}" if isinstance(v, (tuple, list)) else str(v)
-
-
 def lua_script():
     lines = ["local vol = require 'volua'", "local cases = {}"]
     for i, (_, op, xs, ws, a) in enumerate(SHAPES):
-        args = "{" + ",".join(f"{k}={lua_value(v)}" for k, v in a.items()) + "}"
         nb = ws[0] if op == "conv" else ws[1]
         fn = "conv3d" if op == "conv" else "conv_transpose3d"
-        lines.append(f"cases[{i + 1}] = function() local x = vol.rand({lua_value(xs)}):cuda(); "
-                     f"local w = (vol.rand({lua_value(ws)}) - 0.5):cuda(); local b = vol.rand({{{nb}}}):cuda(); "
-                     f"return function() return vol.{fn}(x, w, b, {args}) end end")
+        lines.append(f"cases[{i + 1}] = function() local x = vol.rand({bench.lua_value(xs)}):cuda(); "
+                     f"local w = (vol.rand({bench.lua_value(ws)}) - 0.5):cuda(); local b = vol.rand({{{nb}}}):cuda(); "
+                     f"return function() return vol.{fn}(x, w, b, {bench.lua_value(a)}) end end")
     lines.append("for i, make in ipairs(cases) do local f = make(); for _, m in ipairs({'fp32', 'tf32'}) do "
                  "vol.set_math(m); print(i, m, (vol.bench(f, {warmup = 3, reps = 30}))) end; f = nil; "
                  "collectgarbage() end")

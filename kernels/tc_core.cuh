@@ -1532,15 +1532,13 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y, p.teams, p.order ? " in turns" : "",
           p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "", p.tma ? ", TMA patches" : "", p.wg ? ", wgmma" : "", p.pst ? ", staged rows" : "");
-  if (p.ksplit > 1) { // the parts of K, before the line's end
-    const size_t len = strlen(line);
-    if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", K in %d parts\n", p.ksplit);
-  }
-  if (p.nsub == 2) { // the two sub-GEMMs' taps along W, before the line's end
-    const size_t len = strlen(line);
-    if (len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, ", 2 sub-GEMMs (W taps %lld, %lld)\n",
-                                               (long long)p.sub_taps2[0], (long long)p.sub_taps2[1]);
-  }
+  char more[96] = ""; // the parts of K, and the two sub-GEMMs' taps along W, before the line's end
+  if (p.ksplit > 1) snprintf(more, sizeof more, ", K in %d parts", p.ksplit);
+  if (p.nsub == 2)
+    snprintf(more + strlen(more), sizeof more - strlen(more), ", 2 sub-GEMMs (W taps %lld, %lld)",
+             (long long)p.sub_taps2[0], (long long)p.sub_taps2[1]);
+  const size_t len = strlen(line);
+  if (more[0] && len > 0 && len < sizeof line) snprintf(line + len - 1, sizeof line - len + 1, "%s\n", more);
   if (strcmp(line, last) == 0) return; // a plan is printed when it changes, not at every call
   memcpy(last, line, sizeof line);
   fputs(line, stderr);
@@ -1599,8 +1597,9 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
 // Store epilogues come in 32 and 64 channels per block (WN 4, 8), the statistics epilogue in 8 to
 // 32 (WN 1 to 4: all of C_out in one block); each helper instantiates only those.
 // Groups > 1 come in 32 channels per block only (tc_plan_store_wm): a group's output channels are
-// often few, and each variant is a kernel to compile.
-template <int WM, bool SPLIT, int EPI, class P, int NSUB = 1>
+// often few, and each variant is a kernel to compile. KS: the split-K kernels (tc_launch_ksplit,
+// which leaves only one team and one group to this dispatch).
+template <int WM, bool SPLIT, int EPI, class P, int NSUB = 1, bool KS = false>
 static inline int tc_launch_store_wn(P &p, const Env &env, tc_stream s, const char *op, char *err) {
   if constexpr (TC_TEAMABLE(EPI, SPLIT, WM, NSUB, 1))
     if (p.teams == 2 && p.groups == 1) switch (p.BN / 8) {
@@ -1611,8 +1610,8 @@ static inline int tc_launch_store_wn(P &p, const Env &env, tc_stream s, const ch
   if (p.groups > 1)
     return p.BN == 32 ? tc_launch_main<WM, 4, SPLIT, EPI, NSUB, true>(p, env, s, op, err) : tc_no_variant(p, op, err);
   switch (p.BN / 8) {
-  case 4: return tc_launch_main<WM, 4, SPLIT, EPI, NSUB>(p, env, s, op, err);
-  case 8: return tc_launch_main<WM, 8, SPLIT, EPI, NSUB>(p, env, s, op, err);
+  case 4: return tc_launch_main<WM, 4, SPLIT, EPI, NSUB, false, 1, KS>(p, env, s, op, err);
+  case 8: return tc_launch_main<WM, 8, SPLIT, EPI, NSUB, false, 1, KS>(p, env, s, op, err);
   default: return tc_no_variant(p, op, err);
   }
 }
@@ -1629,12 +1628,12 @@ static inline int tc_launch_stats_wn(P &p, const Env &env, tc_stream s, const ch
 }
 
 // The (WM, math) pairs that exist for an epilogue: WM 2 in both maths, WM 4 in math "tf32" only.
-template <int EPI, int NSUB = 1, class P>
+template <int EPI, int NSUB = 1, bool KS = false, class P>
 static inline int tc_launch_epi(P &p, const Env &env, tc_stream s, const char *op, char *err) {
   const bool split = p.E == 4;
-  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI, P, NSUB>(p, env, s, op, err);
-  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI, P, NSUB>(p, env, s, op, err);
-  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI, P, NSUB>(p, env, s, op, err);
+  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI, P, NSUB, KS>(p, env, s, op, err);
+  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI, P, NSUB, KS>(p, env, s, op, err);
+  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI, P, NSUB, KS>(p, env, s, op, err);
   return tc_no_variant(p, op, err);
 }
 
@@ -1648,21 +1647,10 @@ static inline int tc_launch_store(P &p, const Env &env, int epi, tc_stream s, co
 }
 
 // Split K (Params::ksplit > 1, tc_plan_ksplit; conv3d_tc.cu): the store epilogue of one group, one
-// team and one sub-GEMM; the (WM, math) pairs of tc_launch_epi, 32 or 64 channels per block.
+// team and one sub-GEMM, through tc_launch_epi's (WM, math, channels per block) dispatch.
 template <class P> static inline int tc_launch_ksplit(P &p, const Env &env, tc_stream s, const char *op, char *err) {
-  if (p.ksplit < 2 || p.groups != 1 || p.teams != 1 || p.nsub != 1 || (p.BN != 32 && p.BN != 64))
-    return tc_no_variant(p, op, err);
-  const bool split = p.E == 4, b64 = p.BN == 64;
-  if (split && p.WM == 2)
-    return b64 ? tc_launch_main<2, 8, true, EPI_STORE, 1, false, 1, true>(p, env, s, op, err)
-               : tc_launch_main<2, 4, true, EPI_STORE, 1, false, 1, true>(p, env, s, op, err);
-  if (!split && p.WM == 2)
-    return b64 ? tc_launch_main<2, 8, false, EPI_STORE, 1, false, 1, true>(p, env, s, op, err)
-               : tc_launch_main<2, 4, false, EPI_STORE, 1, false, 1, true>(p, env, s, op, err);
-  if (!split && p.WM == 4)
-    return b64 ? tc_launch_main<4, 8, false, EPI_STORE, 1, false, 1, true>(p, env, s, op, err)
-               : tc_launch_main<4, 4, false, EPI_STORE, 1, false, 1, true>(p, env, s, op, err);
-  return tc_no_variant(p, op, err);
+  if (p.ksplit < 2 || p.groups != 1 || p.teams != 1 || p.nsub != 1) return tc_no_variant(p, op, err);
+  return tc_launch_epi<EPI_STORE, 1, true>(p, env, s, op, err);
 }
 
 // Every phase in one GEMM (EPI_PHASES, conv_transpose3d_tc.cu).
