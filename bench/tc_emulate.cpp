@@ -15,6 +15,7 @@
 #include "../kernels/conv3d_tc.cu"
 #include "../kernels/conv_transpose3d_tc.cu"
 #include "../kernels/conv3d_gn_mean_tc.cu"
+#include "../kernels/conv3d_cl.cu"
 
 thread_local tc_emu_thread tc_emu;
 volua_tc::Env volua_tc::tc_emu_env = {2, 232448, 1}; // 2 "SMs": persistent blocks loop over many tiles; wgmma
@@ -433,6 +434,21 @@ int main(int argc, char **argv) {
       setenv("VOLUA_TC_KSPLIT", "2", 1);
       run_conv3d(2, 70, 40, in2, k, s1, p1, d1, true, m);
       unsetenv("VOLUA_TC_KSPLIT");
+    }
+    { // the channels-last path (conv3d_cl.cu; math "tf32" only: in "fp32" these take conv3d_tc.cu's):
+      // C_in over 32 with its tail, partial channel blocks, boxes past the output, stride, dilation,
+      // padding, 128 and 256 channels a block, and K split over 3 parts
+      const int64_t in[3] = {4, 5, 9}, in2[3] = {3, 9, 20}, k[3] = {3, 3, 3}, s1[3] = {1, 1, 1}, s2[3] = {2, 1, 3};
+      const int64_t p1[3] = {1, 1, 1}, p0[3] = {0, 2, 1}, d1[3] = {1, 1, 1}, d2[3] = {1, 2, 1}, k2[3] = {2, 3, 1};
+      setenv("VOLUA_TC_CL", "1", 1);
+      run_conv3d(1, 40, 70, in, k, s1, p1, d1, true, m);
+      run_conv3d(2, 36, 64, in2, k2, s2, p0, d2, false, m);
+      run_conv3d(1, 64, 130, in, k, s1, p1, d1, true, m);
+      run_conv3d(1, 36, 300, in, k, s1, p1, d1, true, m); // 256 channels a block, then a partial one
+      setenv("VOLUA_TC_KSPLIT", "3", 1);
+      run_conv3d(1, 33, 64, in, k, s1, p1, d1, true, m);
+      unsetenv("VOLUA_TC_KSPLIT");
+      unsetenv("VOLUA_TC_CL");
     }
     for (int i = 0; i < random_cases; i++) {
       int64_t in[3], k[3], s[3], p[3], d[3], op[3];

@@ -23,6 +23,11 @@ extern "C" {
 /* conv3d_tc.cu: padding_mode "zeros", any groups, stride, dilation, padding. */
 int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                          float *y, volua_math_mode math, cudaStream_t s, char *err);
+/* conv3d_cl.cu: groups 1, padding_mode "zeros", math "tf32", at least 32 input and 64 output channels,
+ * strides up to 8, on compute capability 9.0 (wgmma and TMA); a channels-last copy of the input.
+ * Tried first by conv3d_tc.cu where its rule (or VOLUA_TC_CL=1) says so. */
+int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
+                         volua_math_mode math, cudaStream_t s, char *err);
 /* conv_transpose3d_tc.cu: any groups, strides up to 64; phase-decomposed (only taps that land). */
 int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                    const float *b, float *y, volua_math_mode math, cudaStream_t s,

@@ -201,6 +201,34 @@ template <> TC_DEVICE void tc_wg_mma<8>(float (&d)[8][4], const uint32_t (&a)[4]
 }
 
 
+// -- wgmma with both operands from shared memory (sm_90a; conv3d_cl.cu): A (64 x 8, rows of M) and
+// B (N x 8) K-major in the 128-byte swizzle that TMA writes with CU_TENSOR_MAP_SWIZZLE_128B: rows of
+// 32 floats (128 bytes), the 16-byte chunk c of row r at chunk c ^ (r & 7), groups of 8 rows 1024
+// bytes apart (the buffers 1024-byte aligned). A k-step of 8 is a 32-byte step of the start address.
+TC_DEVICE uint64_t tc_wg_desc128(const void *p) {
+  return (uint64_t)((tc_smem_addr(p) >> 4) & 0x3fffu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+template <int WN> TC_DEVICE void tc_wg_mma_ss(float (&d)[WN][4], uint64_t a, uint64_t b);
+template <> TC_DEVICE void tc_wg_mma_ss<8>(float (&d)[8][4], uint64_t a, uint64_t b) {
+  TC_WG_ASM("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1;"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+            : "l"(a), "l"(b));
+}
+template <> TC_DEVICE void tc_wg_mma_ss<16>(float (&d)[16][4], uint64_t a, uint64_t b) {
+  TC_WG_ASM("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1;"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+            : "l"(a), "l"(b));
+}
+template <> TC_DEVICE void tc_wg_mma_ss<32>(float (&d)[32][4], uint64_t a, uint64_t b) {
+  TC_WG_ASM("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1;"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+            : "l"(a), "l"(b));
+}
+// An arrival on an mbarrier (no bytes).
+TC_DEVICE void tc_mbar_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(tc_smem_addr(bar)) : "memory");
+}
+
 static inline cudaError_t tc_memset_async(void *p, int v, size_t n, tc_stream s) { return cudaMemsetAsync(p, v, n, s); }
 
 #else
@@ -384,24 +412,42 @@ static inline std::barrier<> *tc_emu_bar(int id, int count) {
 static inline void tc_bar_sync(int id, int count) { tc_emu_bar(id, count)->arrive_and_wait(); }
 static inline void tc_bar_arrive(int id, int count) { (void)tc_emu_bar(id, count)->arrive(); }
 
-// TMA, emulated: the issuing thread copies at once (a box: zeros outside the tensor); the barrier
-// word holds the completed phases (low 32 bits) and the bytes still expected (high 32 bits), and a
-// phase completes when they reach 0; waiters spin on the phase count. The map holds what
-// cuTensorMapEncodeTiled is given (tc_core.cuh's tc_encode_tmap).
+// TMA, emulated: the issuing thread copies at once (a box: zeros outside the tensor). A barrier
+// word holds its completed phases (bits 0-15), its arrival count (16-23), the arrivals still
+// missing in this phase (24-31) and the bytes still expected (32-63, signed); a phase completes
+// when both reach 0; waiters spin on the phase count. The map holds what cuTensorMapEncodeTiled is
+// given (tc_core.cuh's tc_encode_tmap, conv3d_cl.cu's cl_encode); swz 128: the box lands in the
+// 128-byte swizzle (tc_emu_swz), as the GPU's CU_TENSOR_MAP_SWIZZLE_128B.
 struct tc_tmap {
   const float *base;
   int64_t dim[5], stride[5]; // elements; stride[0] = 1
   int box[5], estride[5];
+  int swz;
 };
-static inline void tc_mbar_init(uint64_t *bar, unsigned) { std::atomic_ref<uint64_t>(*bar).store(0); }
+// A shared-memory address: the offset from the block's shared memory (0: as 1024-byte aligned as
+// the GPU's swizzle needs).
+static inline unsigned tc_smem_addr(const void *p) { return (unsigned)(static_cast<const unsigned char *>(p) - tc_emu.smem); }
+// The 128-byte swizzle of a shared-memory byte address: chunk (bits 4-6) ^= row within the 1024-byte group (bits 7-9).
+static inline unsigned tc_emu_swz(unsigned a) { return a ^ (((a >> 7) & 7u) << 4); }
+static std::mutex tc_emu_mbar_mutex;
+static inline void tc_emu_mbar_update(uint64_t *bar, int arrivals, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(tc_emu_mbar_mutex);
+  uint64_t v = std::atomic_ref<uint64_t>(*bar).load();
+  uint64_t phase = v & 0xffffu, count = (v >> 16) & 0xffu, missing = (v >> 24) & 0xffu;
+  int64_t tx = (int32_t)(uint32_t)(v >> 32);
+  missing -= (uint64_t)arrivals;
+  tx += bytes;
+  if (missing == 0 && tx == 0) phase = (phase + 1) & 0xffffu, missing = count;
+  v = phase | count << 16 | (missing & 0xffu) << 24 | (uint64_t)(uint32_t)(int32_t)tx << 32;
+  std::atomic_ref<uint64_t>(*bar).store(v);
+}
+static inline void tc_mbar_init(uint64_t *bar, unsigned count) {
+  std::atomic_ref<uint64_t>(*bar).store((uint64_t)count << 16 | (uint64_t)count << 24);
+}
 static inline void tc_mbar_fence_init() {}
-static inline void tc_mbar_expect_tx(uint64_t *bar, unsigned bytes) {
-  std::atomic_ref<uint64_t>(*bar).fetch_add((uint64_t)bytes << 32);
-}
-static inline void tc_emu_tx_done(uint64_t *bar, unsigned bytes) {
-  const uint64_t left = std::atomic_ref<uint64_t>(*bar).fetch_sub((uint64_t)bytes << 32) - ((uint64_t)bytes << 32);
-  if ((left >> 32) == 0) std::atomic_ref<uint64_t>(*bar).fetch_add(1);
-}
+static inline void tc_mbar_expect_tx(uint64_t *bar, unsigned bytes) { tc_emu_mbar_update(bar, 1, bytes); }
+static inline void tc_mbar_arrive(uint64_t *bar) { tc_emu_mbar_update(bar, 1, 0); }
+static inline void tc_emu_tx_done(uint64_t *bar, unsigned bytes) { tc_emu_mbar_update(bar, 0, -(int64_t)bytes); }
 static inline void tc_mbar_wait(uint64_t *bar, int parity) {
   while ((int)(std::atomic_ref<uint64_t>(*bar).load() & 1) == parity) std::this_thread::yield();
 }
@@ -409,12 +455,13 @@ static inline void tc_tma_load5(void *dst, const tc_tmap *m, int c0, int c1, int
   const int c[5] = {c0, c1, c2, c3, c4};
   int n[5];
   for (int d = 0; d < 5; d++) n[d] = (m->box[d] + m->estride[d] - 1) / m->estride[d];
-  float *o = static_cast<float *>(dst);
+  const unsigned a0 = tc_smem_addr(dst);
+  unsigned o = 0; // bytes from dst
   for (int i4 = 0; i4 < n[4]; i4++)
     for (int i3 = 0; i3 < n[3]; i3++)
       for (int i2 = 0; i2 < n[2]; i2++)
         for (int i1 = 0; i1 < n[1]; i1++)
-          for (int i0 = 0; i0 < n[0]; i0++) {
+          for (int i0 = 0; i0 < n[0]; i0++, o += 4) {
             const int ii[5] = {i0, i1, i2, i3, i4};
             int64_t off = 0;
             bool in = true;
@@ -423,9 +470,11 @@ static inline void tc_tma_load5(void *dst, const tc_tmap *m, int c0, int c1, int
               in = in && x >= 0 && x < m->dim[d];
               off += x * m->stride[d];
             }
-            *o++ = in ? m->base[off] : 0.0f;
+            const unsigned at = m->swz ? tc_emu_swz(a0 + o) : a0 + o;
+            const float v = in ? m->base[off] : 0.0f;
+            memcpy(tc_emu.smem + at, &v, 4);
           }
-  tc_emu_tx_done(bar, (unsigned)(4 * n[0] * n[1] * n[2] * n[3] * n[4]));
+  tc_emu_tx_done(bar, o);
 }
 static inline void tc_bulk_load(void *dst, const void *src, unsigned bytes, uint64_t *bar) {
   memcpy(dst, src, bytes);
@@ -447,6 +496,28 @@ template <int WN> static inline void tc_wg_mma(float (&d)[WN][4], const uint32_t
   for (int j = 0; j < WN; j++) {
     const uint32_t bb[2] = {__float_as_uint(b[tc_wg_index(8 * j + g, t)]), __float_as_uint(b[tc_wg_index(8 * j + g, t + 4)])};
     tc_mma(d[j], a, bb);
+  }
+}
+
+// Both operands from shared memory (tc_wg_desc128's layout): the descriptor holds the start
+// address (16-byte units) and the 8-row group stride; element (r, k) is at start + (r / 8) * SBO +
+// (r % 8) * 128 + 4 k, swizzled.
+static inline uint64_t tc_wg_desc128(const void *p) {
+  return (uint64_t)((tc_smem_addr(p) >> 4) & 0x3fffu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+static inline uint32_t tc_emu_desc_ld(uint64_t desc, int r, int k) {
+  const unsigned start = (unsigned)(desc & 0x3fffu) << 4, sbo = (unsigned)((desc >> 32) & 0x3fffu) << 4;
+  uint32_t v;
+  memcpy(&v, tc_emu.smem + tc_emu_swz(start + (unsigned)(r >> 3) * sbo + (unsigned)(r & 7) * 128u + 4u * (unsigned)k), 4);
+  return v;
+}
+template <int WN> static inline void tc_wg_mma_ss(float (&d)[WN][4], uint64_t a, uint64_t b) {
+  const int lane = (int)(tc_emu.tid.x & 31), g = lane >> 2, t = lane & 3, r = (int)((tc_emu.tid.x >> 5) & 3) * 16 + g;
+  const uint32_t aa[4] = {tc_emu_desc_ld(a, r, t), tc_emu_desc_ld(a, r + 8, t), tc_emu_desc_ld(a, r, t + 4),
+                          tc_emu_desc_ld(a, r + 8, t + 4)};
+  for (int j = 0; j < WN; j++) {
+    const uint32_t bb[2] = {tc_emu_desc_ld(b, 8 * j + g, t), tc_emu_desc_ld(b, 8 * j + g, t + 4)};
+    tc_mma(d[j], aa, bb);
   }
 }
 

@@ -3,7 +3,8 @@
 -- "tf32" (1e-2, 1e-2): the benchmark shapes of issue 4 reduced in size, odd sizes, stride, dilation,
 -- padding, groups, channel counts that take each variant (32 or 64 channels per block, input channels
 -- in chunks, two channel blocks, transposed phases with and without taps), and conv3d's K split
--- across blocks where the tiles are few (VOLUA_TC_VERBOSE=1's plan lines say "K in n parts"). Each
+-- across blocks where the tiles are few (VOLUA_TC_VERBOSE=1's plan lines say "K in n parts"), and the
+-- channels-last path for deep layers (kernels/conv3d_cl.cu, math "tf32" on Hopper). Each
 -- case also checks, through vol.fast_calls, that the fast path served it. Pending without a GPU. Run it with
 -- VOLUA_POISON=1 so that an output element the kernels forget to write is NaN and fails.
 -- VOLUA_SEED=n reproduces a run; VOLUA_FAST_TRIALS sets the random cases per op and mode (default 12).
@@ -190,6 +191,23 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 96, cout = 40, size = {3, 5, 9}, k = 3, padding = 1, specials = 9}, -- NaN and infinities in the parts
       }
       run_cases(mode, cases, 6000, "c")
+    end)
+
+    -- math "tf32" on an H100/H200: the channels-last path (conv3d_cl.cu) takes those its rule takes
+    -- (VOLUA_TC_CL=1: all of them; VOLUA_TC_VERBOSE=1 prints "volua cl:" lines); math "fp32": conv3d_tc.cu
+    it("conv3d: deep layers (the channels-last path in math tf32)", function()
+      local cases = {
+        {n = 2, cin = 64, cout = 64, size = {4, 8, 8}, k = 3, padding = 1},                 -- 8x8 planes: boxes of 2 planes
+        {n = 1, cin = 96, cout = 128, size = {3, 5, 9}, k = 3, padding = 1, bias = true},   -- 128 channels a block, K split
+        {n = 1, cin = 40, cout = 70, size = {5, 9, 12}, k = 3, stride = {1, 2, 1}, dilation = {2, 1, 1},
+         padding = {2, 1, 0}, bias = true},                                                 -- C_in's tail, a partial block
+        {n = 2, cin = 32, cout = 64, size = {6, 20, 37}, k = {1, 3, 5}, stride = {2, 1, 3}, padding = {0, 1, 2}},
+        {n = 1, cin = 64, cout = 200, size = {4, 6, 6}, k = 3, padding = 1, specials = 9},  -- NaN and infinities
+        {n = 3, cin = 48, cout = 64, size = {9, 17, 40}, k = 3, padding = 1, bias = true},  -- 243 tiles, K whole
+        {n = 1, cin = 256, cout = 64, size = {2, 2, 2}, k = 1, bias = true},                -- 1x1x1, one tile
+        {n = 1, cin = 256, cout = 300, size = {3, 4, 6}, k = 3, padding = 1, bias = true},  -- 256 channels a block, the rule's own
+      }
+      run_cases(mode, cases, 7000, "c")
     end)
 
     it("conv3d and conv3d_group_norm_mean with reflect, replicate and circular padding (a padded copy)", function()
