@@ -1173,33 +1173,35 @@ struct PrepIndex {
   int e, c;
   int64_t grp, k, col;
 };
-TC_DEVICE PrepIndex tc_prep_index(const Params &p, int64_t i) {
+// I: the index type, uint32_t where the weights have fewer than 2^31 values (tc_prep_kernel: 64-bit
+// divisions by run-time values made it take 104 us for 512 -> 512 k3, ncu), else int64_t.
+template <class I> TC_DEVICE PrepIndex tc_prep_index(const Params &p, I i) {
   PrepIndex x;
-  int64_t r;     // then (group, co block, chunk, k-step), the k-step fastest
+  I r;           // then (group, co block, chunk, k-step), the k-step fastest
   int kin, nin;  // the element's K within its k-step, and its column within the block
   if (p.wg) {    // wgmma's layout: per k-step, part (big, small), each at tc_wg_index(n, k)
     const int per = p.BN * 8, parts = p.E / 2;
-    r = i / (per * parts);
+    r = i / (I)(per * parts);
     const int in = (int)(i - r * per * parts), part = in / per, ci = in - part * per;
     x.e = 2 * part; // (tc_prep_part: e >= 2 is a small part)
     kin = ((ci >> 5) & 1) * 4 + (ci & 3);
     nin = (ci >> 6) * 8 + ((ci >> 2) & 7);
   } else { // mma.sync's: per k-step, n8 tile, lane, the E values a lane loads at once
-    r = i / p.E;
-    x.e = (int)(i - r * p.E);
+    r = i / (I)p.E;
+    x.e = (int)(i - r * (I)p.E);
     const int lane = (int)(r % 32);
     r /= 32;
-    const int nt = (int)(r % (p.BN / 8));
-    r /= p.BN / 8;
+    const int nt = (int)(r % (I)(p.BN / 8));
+    r /= (I)(p.BN / 8);
     kin = (lane & 3) + ((x.e & 1) ? 4 : 0);
     nin = nt * 8 + (lane >> 2);
   }
-  const int s = (int)(r % p.ksteps);
-  r /= p.ksteps;
-  x.c = (int)(r % p.nchunks);
-  r /= p.nchunks;
-  const int64_t cb = r % p.co_blocks;
-  x.grp = r / p.co_blocks;
+  const int s = (int)(r % (I)p.ksteps);
+  r /= (I)p.ksteps;
+  x.c = (int)(r % (I)p.nchunks);
+  r /= (I)p.nchunks;
+  const int64_t cb = (int64_t)(r % (I)p.co_blocks);
+  x.grp = (int64_t)(r / (I)p.co_blocks);
   x.k = (int64_t)s * 8 + kin;
   x.col = cb * p.BN + nin;
   return x;
@@ -1214,26 +1216,29 @@ TC_DEVICE float tc_prep_part(float v, int e, int E) {
   return tc_float(o);
 }
 
-TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) {
-  const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
-  if (p.done) // the counts of EPI_STATS's finish or split K's parts, zeroed here (a launch fewer than a memset)
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.ndone; i += (int64_t)blockDim.x * gridDim.x)
-      p.done[i] = 0;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)blockDim.x * gridDim.x) {
-    const PrepIndex x = tc_prep_index(p, i);
-    const int64_t k = x.k, co = x.col, grp = x.grp;
-    const int64_t cil = k / tv, tap = k - cil * tv, ci = (int64_t)x.c * p.ci_chunk + cil;
+template <class I> TC_DEVICE void tc_prep_range(const WeightMap &m, const Params &p, float *out, int64_t total) {
+  const I tv = (I)(p.taps[0] * p.taps[1] * p.taps[2]), t12 = (I)(p.taps[1] * p.taps[2]), t2 = (I)p.taps[2];
+  for (I i = (I)((int64_t)blockIdx.x * blockDim.x + threadIdx.x); i < (I)total; i += (I)((int64_t)blockDim.x * gridDim.x)) {
+    const PrepIndex x = tc_prep_index<I>(p, i);
+    const I k = (I)x.k, cil = k / tv, tap = k - cil * tv;
+    const int64_t co = x.col, grp = x.grp, ci = (int64_t)x.c * p.ci_chunk + (int64_t)cil;
     float v = 0.0f;
-    if (k < p.ci_chunk * tv && ci < p.C_in && co < p.C_out) {
-      const int64_t t12 = p.taps[1] * p.taps[2], jd = tap / t12, jh = (tap - jd * t12) / p.taps[2];
-      const int64_t jw = tap - jd * t12 - jh * p.taps[2];
-      const int64_t kd = m.kfirst[0] + jd * m.kstep[0], kh = m.kfirst[1] + jh * m.kstep[1];
-      const int64_t kw = m.kfirst[2] + jw * m.kstep[2];
+    if ((int64_t)k < p.ci_chunk * (int64_t)tv && ci < p.C_in && co < p.C_out) {
+      const I jd = tap / t12, jh = (tap - jd * t12) / t2, jw = tap - jd * t12 - jh * t2;
+      const int64_t kd = m.kfirst[0] + (int64_t)jd * m.kstep[0], kh = m.kfirst[1] + (int64_t)jh * m.kstep[1];
+      const int64_t kw = m.kfirst[2] + (int64_t)jw * m.kstep[2];
       v = __ldg(m.w + grp * m.w_g + co * m.w_co + ci * m.w_ci + (kd * m.kdim[1] + kh) * m.kdim[2] + kw);
     }
     out[i] = tc_prep_part(v, x.e, p.E);
   }
+}
+
+TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) {
+  if (p.done) // the counts of EPI_STATS's finish or split K's parts, zeroed here (a launch fewer than a memset)
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.ndone; i += (int64_t)blockDim.x * gridDim.x)
+      p.done[i] = 0;
+  if (total < ((int64_t)1 << 31)) tc_prep_range<uint32_t>(m, p, out, total); // (i + the grid's threads < 2^32)
+  else tc_prep_range<int64_t>(m, p, out, total);
 }
 
 // -- host side: plan and launch ----

@@ -531,6 +531,7 @@ template <class... P, class... A>
 static void tc_emu_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, size_t smem, A... args) {
   const unsigned nthreads = block.x;
   std::vector<unsigned char> mem(smem + 16);
+  for (unsigned bz = 0; bz < grid.z; bz++)
   for (unsigned by = 0; by < grid.y; by++)
     for (unsigned bx = 0; bx < grid.x; bx++) {
       // fresh shared memory per block, poisoned so that a read of unwritten memory shows
@@ -548,7 +549,7 @@ static void tc_emu_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, siz
       for (unsigned t = 0; t < nthreads; t++)
         threads.emplace_back([&, t]() {
           tc_emu.tid = tc_dim3(t);
-          tc_emu.bid = tc_dim3(bx, by);
+          tc_emu.bid = tc_dim3(bx, by, bz);
           tc_emu.bdim = block;
           tc_emu.gdim = grid;
           tc_emu.smem = mem.data();
