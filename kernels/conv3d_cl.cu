@@ -196,24 +196,13 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int6
   }
 }
 
-// The two maps (cuTensorMapEncodeTiled through the runtime, as tc_encode_tmap): FLOAT32, no
+// The two maps (cuTensorMapEncodeTiled, tc_core.cuh's tc_encoder): FLOAT32, no
 // interleave, swizzle 128 B (3), L2 promotion 128 B (2), zeros outside (0). 0, or 1 where refused.
 static int cl_encode(tc_tmap *m, const float *base, const int64_t dim[5], const int box[5], const int es[5]) {
   for (int d = 0; d < 5; d++)
     if (box[d] < 1 || box[d] > 256 || es[d] < 1 || es[d] > 8 || dim[d] < 1) return 1;
 #ifndef VOLUA_TC_EMULATE
-  static tc_encode_fn encode = NULL;
-  static int looked = 0;
-  if (!looked) {
-    looked = 1;
-    void *fn = NULL;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      encode = reinterpret_cast<tc_encode_fn>(fn);
-    else
-      (void)cudaGetLastError();
-  }
+  const tc_encode_fn encode = tc_encoder();
   if (!encode) return 1;
   uint64_t gdim[5], gstride[4];
   uint32_t b[5], e[5];

@@ -1442,7 +1442,8 @@ static inline int tc_get_env(Env *env, const char *op, char *err) {
 // (zeros); it returns 0 (CUDA_SUCCESS) or an error.
 typedef int (*tc_encode_fn)(tc_tmap *, int, uint32_t, void *, const uint64_t *, const uint64_t *, const uint32_t *,
                             const uint32_t *, int, int, int, int);
-static inline int tc_encode_tmap(Params &p) {
+// The encoder, looked up once (NULL where the driver has none); conv3d_cl.cu's maps use it too.
+static inline tc_encode_fn tc_encoder(void) {
   static tc_encode_fn encode = NULL;
   static int looked = 0;
   if (!looked) {
@@ -1455,6 +1456,10 @@ static inline int tc_encode_tmap(Params &p) {
     else
       (void)cudaGetLastError();
   }
+  return encode;
+}
+static inline int tc_encode_tmap(Params &p) {
+  const tc_encode_fn encode = tc_encoder();
   if (!encode) return 1;
   const uint64_t W = (uint64_t)p.in[2], H = (uint64_t)p.in[1], D = (uint64_t)p.in[0], C = (uint64_t)p.C_in;
   const uint64_t dim[5] = {W, H, D, C, (uint64_t)(p.N * p.groups)};
