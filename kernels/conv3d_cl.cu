@@ -12,7 +12,7 @@
 //   the padding), its B the tap's weights for the block's channels (a 3-D box). Both land in the
 //   128-byte swizzle, rows of 32 channels.
 //
-// A block is two consumer warpgroups (64 rows each, m64nBNk8 wgmma, four per step; BN 64, 128 or 256) and a producer
+// A block is two consumer warpgroups (64 rows each, four m64nBNk8 wgmma per step) and a producer
 // warp whose one thread issues the TMA loads into a ring of stages, each with a "full" mbarrier
 // (its bytes landed) and an "empty" one (the 8 consumer warps are done with it). Where the tiles
 // are fewer than the SMs, K is split over ksplit blocks; each writes its sums into its own copy
