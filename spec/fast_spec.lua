@@ -205,7 +205,8 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 64, cout = 200, size = {4, 6, 6}, k = 3, padding = 1, specials = 9},  -- NaN and infinities
         {n = 3, cin = 48, cout = 64, size = {9, 17, 40}, k = 3, padding = 1, bias = true},  -- 243 tiles, K whole
         {n = 1, cin = 256, cout = 64, size = {2, 2, 2}, k = 1, bias = true},                -- 1x1x1, one tile
-        {n = 1, cin = 256, cout = 300, size = {3, 4, 6}, k = 3, padding = 1, bias = true},  -- 256 channels a block, the rule's own
+        {n = 1, cin = 256, cout = 300, size = {3, 4, 6}, k = 3, padding = 1, bias = true},  -- the default rule's: C_in 256
+        {n = 1, cin = 256, cout = 256, size = {4, 16, 24}, k = 3, padding = 1},            -- 16 tiles: 256 channels a block, 8 parts
       }
       run_cases(mode, cases, 7000, "c")
     end)
