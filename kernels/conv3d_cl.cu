@@ -381,12 +381,7 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   volua_cuda_free(ws);
   if (rc == 0) {
     volua_cuda_fast_note_call();
-    static int verbose = -1;
-    if (verbose < 0) {
-      const char *v = getenv("VOLUA_TC_VERBOSE");
-      verbose = v && v[0] && strcmp(v, "0") != 0;
-    }
-    if (verbose)
+    if (tc_verbose())
       fprintf(stderr, "volua cl: conv3d box (%d, %d, %d) BN %d, %lld tiles x %d channel blocks, %d steps, %d stages, K in %d part(s)\n",
               p.box[0], p.box[1], p.box[2], BN, (long long)p.mtiles, p.co_blocks, p.niter, p.stages, p.ksplit);
   }

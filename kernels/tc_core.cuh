@@ -1524,14 +1524,19 @@ static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **o
   return tc_prep_with(tc_prep_kernel, p, m, out, s, op, err);
 }
 
-// VOLUA_TC_VERBOSE=1: one line per launch on stderr with the plan (for bench/NOTES.md).
-static inline void tc_report(const Params &p, const char *op, int epi, int64_t grid_x, int64_t grid_y, int nb) {
+// VOLUA_TC_VERBOSE=1 (read once): the plans on stderr (tc_report, conv3d_cl.cu's lines).
+static inline int tc_verbose(void) {
   static int verbose = -1;
   if (verbose < 0) {
     const char *v = getenv("VOLUA_TC_VERBOSE");
     verbose = v && v[0] && strcmp(v, "0") != 0;
   }
-  if (!verbose) return;
+  return verbose;
+}
+
+// One line per launch on stderr with the plan (for bench/NOTES.md), where tc_verbose.
+static inline void tc_report(const Params &p, const char *op, int epi, int64_t grid_x, int64_t grid_y, int nb) {
+  if (!tc_verbose()) return;
   static char last[512];
   char line[512];
   snprintf(line, sizeof line,
