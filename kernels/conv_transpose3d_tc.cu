@@ -156,29 +156,32 @@ TC_GLOBAL void tc_prep_phases_kernel(PhaseMap m, Params p, float *out, int64_t t
     for (int64_t i = 4 * n4 + tid; i < m.scan_n; i += nth) bad |= tc_nonfinite4(__ldg(m.scan_x + i), 0.0f, 0.0f, 0.0f);
     if (bad) *m.flag = m.stamp;
   }
-  const int64_t tv = p.taps[0] * p.taps[1] * p.taps[2];
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)blockDim.x * gridDim.x) {
-    const PrepIndex x = tc_prep_index(p, i);
-    const int64_t k = x.k, grp = x.grp, co = x.col / p.nph;
-    const int c = x.c, ph = (int)(x.col - co * p.nph);
-    const int pc[3] = {ph / (p.phs1 * p.phs2), (ph / p.phs2) % p.phs1, ph % p.phs2};
-    const int64_t cil = k / tv, tap = k - cil * tv, ci = (int64_t)c * p.ci_chunk + cil;
-    const int64_t t12 = p.taps[1] * p.taps[2];
-    const int64_t u[3] = {tap / t12, (tap % t12) / p.taps[2], tap % p.taps[2]};
-    float v = 0.0f;
-    if (k < p.ci_chunk * tv && ci < p.C_in && co < p.C_out) {
-      int64_t kk[3];
-      bool has = true;
-      for (int d = 0; d < 3; d++) {
-        const int64_t j = u[d] - m.cofs[d][pc[d]];
-        has = has && j >= 0 && j < m.taps[d][pc[d]];
-        kk[d] = m.kfirst[d][pc[d]] + j * m.kstep[d][pc[d]];
-      }
-      if (has) v = __ldg(m.w + grp * m.w_g + co * m.w_co + ci * m.w_ci + (kk[0] * m.kdim[1] + kk[1]) * m.kdim[2] + kk[2]);
-    }
-    out[i] = tc_prep_part(v, x.e, p.E);
-  }
+  // the table: per (K index, phase), the offset of that phase's weight (-1 where the phase lacks
+  // the union tap); the columns are (co, phase), nph of them a channel
+  // (32-bit: a chunk's prepared weights fit in shared memory, so its K indices are small)
+  const uint32_t tv = (uint32_t)(p.taps[0] * p.taps[1] * p.taps[2]), t12 = (uint32_t)(p.taps[1] * p.taps[2]), t2 = (uint32_t)p.taps[2];
+  const int nph = p.nph, sh = nph == 8 ? 3 : nph == 4 ? 2 : nph == 2 ? 1 : 0;
+  tc_prep_steps(
+      p, m.w, m.w_co, out, total, nph,
+      [&](const PrepStep &st, int t) -> int64_t {
+        const int kin = t / nph, ph = t - kin * nph;
+        const uint32_t k = (uint32_t)st.s * 8u + (uint32_t)kin, cil = k / tv, tap = k - cil * tv;
+        const int64_t ci = (int64_t)st.c * p.ci_chunk + cil;
+        if ((int64_t)k >= p.ci_chunk * (int64_t)tv || ci >= p.C_in) return -1;
+        const int pc[3] = {ph / (p.phs1 * p.phs2), (ph / p.phs2) % p.phs1, ph % p.phs2};
+        const int64_t u[3] = {tap / t12, (tap % t12) / t2, tap % t2};
+        int64_t kk[3];
+        for (int d = 0; d < 3; d++) {
+          const int64_t j = u[d] - m.cofs[d][pc[d]];
+          if (j < 0 || j >= m.taps[d][pc[d]]) return -1;
+          kk[d] = m.kfirst[d][pc[d]] + j * m.kstep[d][pc[d]];
+        }
+        return st.grp * m.w_g + ci * m.w_ci + (kk[0] * m.kdim[1] + kk[1]) * m.kdim[2] + kk[2];
+      },
+      [&](int64_t col, int64_t *co, int *q) { // (nph divides 8: a shift)
+        *co = col >> sh;
+        *q = (int)(col & (nph - 1));
+      });
 }
 
 extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom *g, const float *x, const float *w,

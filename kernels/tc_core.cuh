@@ -1165,46 +1165,52 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
 // Weights -> the fragment order tc_compute reads: for (group, co block, chunk, k-step, n tile, lane) the
 // B fragment's two values b0 = W[co][k], b1 = W[co][k + 4] (co = 8*tile + lane/4, k = 8*step +
 // lane%4) as TF32, followed in math "fp32" by their small parts. Zeros pad K, C_in and C_out.
-// Element i of the prepared weights: its part e (0, 1: b0, b1; 2, 3: their small parts), group,
-// chunk, K index k (within the chunk) and column (output channel, or (channel, phase) for
-// EPI_PHASES). Shared by tc_prep_kernel and conv_transpose3d_tc.cu's phase preparation.
 // With Params::wg the same values are in the layout tc_compute_wg reads (see there).
-struct PrepIndex {
-  int e, c;
-  int64_t grp, k, col;
+// A k-step's values (4 BN E of them) are consecutive, the steps in the order (group, co block,
+// chunk, step), the step fastest: tc_prep_kernel and conv_transpose3d_tc.cu's phase preparation
+// give a block a whole k-step, decode it once (tc_prep_step) and look up its 8 K indices' weight
+// offsets once (a table in shared memory); a value then costs shifts and one load. (One thread a
+// value, with the decode per value, took 83 us for 512 -> 512 k3 in tf32, ncu: 7 divisions by
+// run-time values a value.)
+struct PrepStep {
+  int64_t grp, cb;
+  int c, s; // chunk, k-step
 };
-// I: the index type, uint32_t where the weights have fewer than 2^31 values (tc_prep_kernel: 64-bit
-// divisions by run-time values made it take 104 us for 512 -> 512 k3, ncu), else int64_t.
-template <class I> TC_DEVICE PrepIndex tc_prep_index(const Params &p, I i) {
-  PrepIndex x;
-  I r;           // then (group, co block, chunk, k-step), the k-step fastest
-  int kin, nin;  // the element's K within its k-step, and its column within the block
-  if (p.wg) {    // wgmma's layout: per k-step, part (big, small), each at tc_wg_index(n, k)
-    const int per = p.BN * 8, parts = p.E / 2;
-    r = i / (I)(per * parts);
-    const int in = (int)(i - r * per * parts), part = in / per, ci = in - part * per;
-    x.e = 2 * part; // (tc_prep_part: e >= 2 is a small part)
+TC_DEVICE PrepStep tc_prep_step(const Params &p, int64_t r) {
+  PrepStep x;
+  x.s = (int)(r % p.ksteps);
+  r /= p.ksteps;
+  x.c = (int)(r % p.nchunks);
+  r /= p.nchunks;
+  x.cb = r % p.co_blocks;
+  x.grp = r / p.co_blocks;
+  return x;
+}
+// The next k-step in that order (carries, no divisions).
+TC_DEVICE void tc_prep_next(const Params &p, PrepStep &x) {
+  if (++x.s < p.ksteps) return;
+  x.s = 0;
+  if (++x.c < p.nchunks) return;
+  x.c = 0;
+  if (++x.cb < p.co_blocks) return;
+  x.cb = 0;
+  x.grp++;
+}
+
+// Value j of a k-step: its part e (0, 1: b0, b1; 2, 3: their small parts; wgmma's layout: 0 big, 2
+// small), its K within the step (0..7) and its column within the block.
+TC_DEVICE void tc_prep_in_step(const Params &p, int j, int &e, int &kin, int &nin) {
+  if (p.wg) { // per k-step, part (big, small: E / 2 of them), each at tc_wg_index(n, k)
+    const int per = p.BN * 8, part = j >= per ? 1 : 0, ci = j - part * per;
+    e = 2 * part; // (tc_prep_part: e >= 2 is a small part)
     kin = ((ci >> 5) & 1) * 4 + (ci & 3);
     nin = (ci >> 6) * 8 + ((ci >> 2) & 7);
-  } else { // mma.sync's: per k-step, n8 tile, lane, the E values a lane loads at once
-    r = i / (I)p.E;
-    x.e = (int)(i - r * (I)p.E);
-    const int lane = (int)(r % 32);
-    r /= 32;
-    const int nt = (int)(r % (I)(p.BN / 8));
-    r /= (I)(p.BN / 8);
-    kin = (lane & 3) + ((x.e & 1) ? 4 : 0);
-    nin = nt * 8 + (lane >> 2);
+  } else { // mma.sync's: per k-step, n8 tile, lane, the E values (2 or 4) a lane loads at once
+    const int r = j >> (p.E == 4 ? 2 : 1), lane = r & 31;
+    e = j & (p.E - 1);
+    kin = (lane & 3) + ((e & 1) ? 4 : 0);
+    nin = (r >> 5) * 8 + (lane >> 2);
   }
-  const int s = (int)(r % (I)p.ksteps);
-  r /= (I)p.ksteps;
-  x.c = (int)(r % (I)p.nchunks);
-  r /= (I)p.nchunks;
-  const int64_t cb = (int64_t)(r % (I)p.co_blocks);
-  x.grp = (int64_t)(r / (I)p.co_blocks);
-  x.k = (int64_t)s * 8 + kin;
-  x.col = cb * p.BN + nin;
-  return x;
 }
 
 // v as part e of a prepared weight: TF32 (round to nearest), or in math "fp32" for e >= 2 the TF32
@@ -1216,20 +1222,31 @@ TC_DEVICE float tc_prep_part(float v, int e, int E) {
   return tc_float(o);
 }
 
-template <class I> TC_DEVICE void tc_prep_range(const WeightMap &m, const Params &p, float *out, int64_t total) {
-  const I tv = (I)(p.taps[0] * p.taps[1] * p.taps[2]), t12 = (I)(p.taps[1] * p.taps[2]), t2 = (I)p.taps[2];
-  for (I i = (I)((int64_t)blockIdx.x * blockDim.x + threadIdx.x); i < (I)total; i += (I)((int64_t)blockDim.x * gridDim.x)) {
-    const PrepIndex x = tc_prep_index<I>(p, i);
-    const I k = (I)x.k, cil = k / tv, tap = k - cil * tv;
-    const int64_t co = x.col, grp = x.grp, ci = (int64_t)x.c * p.ci_chunk + (int64_t)cil;
-    float v = 0.0f;
-    if ((int64_t)k < p.ci_chunk * (int64_t)tv && ci < p.C_in && co < p.C_out) {
-      const I jd = tap / t12, jh = (tap - jd * t12) / t2, jw = tap - jd * t12 - jh * t2;
-      const int64_t kd = m.kfirst[0] + (int64_t)jd * m.kstep[0], kh = m.kfirst[1] + (int64_t)jh * m.kstep[1];
-      const int64_t kw = m.kfirst[2] + (int64_t)jw * m.kstep[2];
-      v = __ldg(m.w + grp * m.w_g + co * m.w_co + ci * m.w_ci + (kd * m.kdim[1] + kh) * m.kdim[2] + kw);
+// The prepared values of k-steps blockIdx.x, blockIdx.x + gridDim.x, ... (total / (4 BN E) steps),
+// the weight offsets of each step's 8 K indices in koff[kin * per + q] (-1: a zero), per per K
+// index, made by fill(step, t) for t < 8 per; col_to(col, &co, &q) names a column's output channel
+// and table entry q. Dynamic shared memory: 8 per int64_t.
+template <class Fill, class Col>
+TC_DEVICE void tc_prep_steps(const Params &p, const float *w, int64_t w_co, float *out, int64_t total, int per,
+                             Fill fill, Col col_to) {
+  TC_SMEM_DECL(raw);
+  int64_t *koff = reinterpret_cast<int64_t *>(raw);
+  const int step_vals = 4 * p.BN * p.E;
+  const int64_t steps = total / step_vals, b0 = steps * blockIdx.x / gridDim.x, b1 = steps * (blockIdx.x + 1) / gridDim.x;
+  PrepStep st = tc_prep_step(p, b0); // this block's steps: [b0, b1), decoded once (ncu: one step a block
+  for (int64_t b = b0; b < b1; b++, tc_prep_next(p, st)) { // spent most of its instructions in the decode)
+    if ((int)threadIdx.x < 8 * per) koff[threadIdx.x] = fill(st, (int)threadIdx.x);
+    TC_SYNC();
+    float *o = out + b * step_vals;
+    for (int j = (int)threadIdx.x; j < step_vals; j += (int)blockDim.x) {
+      int e, kin, nin, q;
+      tc_prep_in_step(p, j, e, kin, nin);
+      int64_t co;
+      col_to(st.cb * p.BN + nin, &co, &q);
+      const int64_t off = koff[kin * per + q];
+      o[j] = tc_prep_part(off >= 0 && co < p.C_out ? __ldg(w + off + co * w_co) : 0.0f, e, p.E);
     }
-    out[i] = tc_prep_part(v, x.e, p.E);
+    TC_SYNC();
   }
 }
 
@@ -1237,8 +1254,22 @@ TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) 
   if (p.done) // the counts of EPI_STATS's finish or split K's parts, zeroed here (a launch fewer than a memset)
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.ndone; i += (int64_t)blockDim.x * gridDim.x)
       p.done[i] = 0;
-  if (total < ((int64_t)1 << 31)) tc_prep_range<uint32_t>(m, p, out, total); // (i + the grid's threads < 2^32)
-  else tc_prep_range<int64_t>(m, p, out, total);
+  // (32-bit: a chunk's prepared weights fit in shared memory, so its K indices are small)
+  const uint32_t tv = (uint32_t)(p.taps[0] * p.taps[1] * p.taps[2]), t12 = (uint32_t)(p.taps[1] * p.taps[2]), t2 = (uint32_t)p.taps[2];
+  tc_prep_steps(
+      p, m.w, m.w_co, out, total, 1,
+      [&](const PrepStep &st, int kin) -> int64_t {
+        const uint32_t k = (uint32_t)st.s * 8u + (uint32_t)kin, cil = k / tv, tap = k - cil * tv;
+        const int64_t ci = (int64_t)st.c * p.ci_chunk + cil;
+        if ((int64_t)k >= p.ci_chunk * (int64_t)tv || ci >= p.C_in) return -1;
+        const int64_t jd = tap / t12, jh = (tap - (uint32_t)jd * t12) / t2, jw = tap - (uint32_t)jd * t12 - (uint32_t)jh * t2;
+        const int64_t kd = m.kfirst[0] + jd * m.kstep[0], kh = m.kfirst[1] + jh * m.kstep[1], kw = m.kfirst[2] + jw * m.kstep[2];
+        return st.grp * m.w_g + ci * m.w_ci + (kd * m.kdim[1] + kh) * m.kdim[2] + kw;
+      },
+      [](int64_t col, int64_t *co, int *q) {
+        *co = col;
+        *q = 0;
+      });
 }
 
 // -- host side: plan and launch ----
@@ -1503,14 +1534,21 @@ static inline int tc_encode_tmap(Params &p) { // what the GPU's encoder is given
 // the launches that read it: every launch is on one stream).
 // Kernel is tc_prep_kernel (WeightMap) or conv_transpose3d_tc.cu's phase preparation (PhaseMap).
 // min_threads: a larger grid where the kernel has more to do (the phase preparation's input scan).
+// Shared memory: the k-step's table of weight offsets, up to 8 x 8 (tc_prep_steps).
 template <class Map>
 static inline int tc_prep_with(void (*kernel)(Map, Params, float *, int64_t), const Params &p, const Map &m,
                                float **out, tc_stream s, const char *op, char *err, int64_t min_threads = 0) {
-  const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats;
+  const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats, steps = total / (4 * p.BN * p.E);
   if (volua_cuda_malloc(reinterpret_cast<void **>(out), total * 4, err)) return 1;
-  int64_t blocks = tc_cdiv(total > min_threads ? total : min_threads, 256);
-  if (blocks > 4096) blocks = 4096;
-  TC_LAUNCH(kernel, (unsigned)blocks, 256, 0, s, m, p, *out, total);
+  int64_t blocks = steps > min_threads / 256 ? steps : min_threads / 256; // at least a k-step a block
+#ifdef VOLUA_TC_EMULATE
+  const int64_t most = 16; // (256 threads a block there)
+#else
+  const int64_t most = 1024;
+#endif
+  if (blocks > most) blocks = most;
+  if (blocks < 1) blocks = 1;
+  TC_LAUNCH(kernel, (unsigned)blocks, 256, 8 * 8 * sizeof(int64_t), s, m, p, *out, total);
   if (tc_launch_failed(op, err)) {
     volua_cuda_free(*out);
     *out = NULL;
