@@ -448,6 +448,15 @@ int main(int argc, char **argv) {
       setenv("VOLUA_TC_KSPLIT", "3", 1);
       run_conv3d(1, 33, 64, in, k, s1, p1, d1, true, m);
       unsetenv("VOLUA_TC_KSPLIT");
+      // the weight copy in two channel blocks (the second of 2 channels and 2 zeros) and 125 taps
+      // in two passes (95 + 30)
+      const int64_t in3[3] = {2, 3, 5}, k5[3] = {5, 5, 5}, p2[3] = {2, 2, 2};
+      run_conv3d(1, 130, 64, in3, k5, s1, p2, d1, true, m);
+      // 256 positions a block (two 64-row slices a warpgroup), with 64 and 128 channels a block
+      setenv("VOLUA_TC_CL_BM", "256", 1);
+      run_conv3d(1, 40, 70, in, k, s1, p1, d1, true, m);
+      run_conv3d(2, 36, 130, in2, k2, s2, p0, d2, false, m);
+      unsetenv("VOLUA_TC_CL_BM");
       unsetenv("VOLUA_TC_CL");
     }
     for (int i = 0; i < random_cases; i++) {

@@ -6,13 +6,14 @@
 //
 //   xcl = x as (N, D, H, W, C) rounded to TF32 (cl_layout_kernel), wcl = w as (tap, C_out, C_in)
 //   (cl_weights_kernel), channels padded to a multiple of 4 with zeros;
-//   a block's tile is a box of 128 output positions (bd x bh x bw) and BN = 64, 128 or 256 channels;
+//   a block's tile is a box of 128 or 256 output positions (bd x bh x bw) and BN = 64, 128 or 256
+//   channels (256 positions only with BN <= 128: the accumulators of 128 x 256 at most);
 //   K runs over (tap, 32 input channels): each step's A is the input box those positions read at
 //   that tap (TMA: a 5-D box with the conv's strides as element strides, zeros outside the input:
 //   the padding), its B the tap's weights for the block's channels (a 3-D box). Both land in the
 //   128-byte swizzle, rows of 32 channels.
 //
-// A block is two consumer warpgroups (64 rows each, four m64nBNk8 wgmma per step) and a producer
+// A block is two consumer warpgroups (64 or 128 rows each, four m64nBNk8 wgmma per 64 rows and step) and a producer
 // warp whose one thread issues the TMA loads into a ring of stages, each with a "full" mbarrier
 // (its bytes landed) and an "empty" one (the 8 consumer warps are done with it). Where the tiles
 // are fewer than the SMs, K is split over ksplit blocks; each writes its sums into its own copy
@@ -24,9 +25,9 @@ using namespace volua_tc;
 
 namespace {
 
-#define CL_ROWS 128                       // positions per block: two warpgroups of 64
+#define CL_ROWS 128                       // positions per block and MI: two warpgroups of 64 MI
 #define CL_THREADS 288                    // 8 consumer warps + the producer warp
-#define CL_A_BYTES (CL_ROWS * 128)        // a step's A: 128 rows of 32 floats
+#define CL_A_BYTES (CL_ROWS * 128)        // a step's A per MI: 128 rows of 32 floats
 #define CL_MAX_STAGES 8
 
 struct ClParams {
@@ -41,15 +42,16 @@ struct ClParams {
   int co_blocks, cchunks, niter, ksplit, stages;
 };
 
-template <int WN> struct ClStage {
-  static const int B_BYTES = WN * 8 * 128, BYTES = CL_A_BYTES + B_BYTES;
+template <int WN, int MI> struct ClStage {
+  static const int A_BYTES = MI * CL_A_BYTES, B_BYTES = WN * 8 * 128, BYTES = A_BYTES + B_BYTES;
 };
 
 // Block b: unit u = b / ksplit = (tile mt, channel block cb) = (u / co_blocks, u % co_blocks), part b % ksplit.
-template <int WN> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID_CONST ClParams p) {
+// MI: 64-row slices a warpgroup (1 or 2: a tile of 128 or 256 positions, each B serving twice the rows).
+template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID_CONST ClParams p) {
   TC_SMEM_DECL(smem_raw);
   unsigned char *smem = smem_raw + ((1024u - (tc_smem_addr(smem_raw) & 1023u)) & 1023u); // the swizzle's alignment
-  const int S = p.stages, STAGE = ClStage<WN>::BYTES;
+  const int S = p.stages, STAGE = ClStage<WN, MI>::BYTES, A_BYTES = ClStage<WN, MI>::A_BYTES;
   uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)S * STAGE), *empty = full + S;
   const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
@@ -89,24 +91,30 @@ template <int WN> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID
         tc_tma_load5(st, &p.xmap, cc * 32, w0 * p.stride[2] - p.pad[2] + jw * p.dil[2],
                      h0 * p.stride[1] - p.pad[1] + jh * p.dil[1], d0 * p.stride[0] - p.pad[0] + jd * p.dil[0], (int)n,
                      full + s);
-        tc_tma_load5(st + CL_A_BYTES, &p.wmap, cc * 32, cb * WN * 8, tap, 0, 0, full + s);
+        tc_tma_load5(st + A_BYTES, &p.wmap, cc * 32, cb * WN * 8, tap, 0, 0, full + s);
       }
     }
     return;
   }
 
-  // the consumers: warpgroup g has rows 64 g .. 64 g + 63 of the tile
+  // the consumers: warpgroup g has rows 64 MI g .. 64 MI (g + 1) - 1 of the tile, slice m its rows 64 (MI g + m) ..
   const int g = warp >> 2;
-  float acc[WN][4];
-  for (int j = 0; j < WN; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+  float acc[MI][WN][4];
+#pragma unroll
+  for (int m = 0; m < MI; m++)
+    for (int j = 0; j < WN; j++) acc[m][j][0] = acc[m][j][1] = acc[m][j][2] = acc[m][j][3] = 0.0f;
   for (int it = it_lo; it < it_hi; it++) {
     const int i = it - it_lo, s = i % S;
     tc_mbar_wait(full + s, (i / S) & 1);
     const unsigned char *st = smem + (size_t)s * STAGE;
-    const uint64_t da = tc_wg_desc128(st + g * (CL_A_BYTES / 2)), db = tc_wg_desc128(st + CL_A_BYTES);
+    const uint64_t db = tc_wg_desc128(st + A_BYTES);
     tc_wg_fence();
 #pragma unroll
-    for (int k = 0; k < 4; k++) tc_wg_mma_ss<WN>(acc, da + 2 * k, db + 2 * k); // 32 bytes a k-step (16-byte units)
+    for (int m = 0; m < MI; m++) {
+      const uint64_t da = tc_wg_desc128(st + (MI * g + m) * (CL_A_BYTES / 2));
+#pragma unroll
+      for (int k = 0; k < 4; k++) tc_wg_mma_ss<WN>(acc[m], da + 2 * k, db + 2 * k); // 32 bytes a k-step (16-byte units)
+    }
     tc_wg_commit();
     tc_wg_wait<1>(); // step i - 1's products are done: its stage goes back to the producer
     if (i > 0 && lane == 0) tc_mbar_arrive(empty + (i - 1) % S);
@@ -118,8 +126,9 @@ template <int WN> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID
   const int64_t vol = p.out[0] * p.out[1] * p.out[2];
   float *y = p.y + (p.ksplit > 1 ? (int64_t)part * p.ysize : 0);
 #pragma unroll
-  for (int half = 0; half < 2; half++) { // (unrolled: acc's indices must be constants, or acc goes to the stack)
-    const int r = g * 64 + (warp & 3) * 16 + (lane >> 2) + half * 8;
+  for (int mh = 0; mh < 2 * MI; mh++) { // (unrolled: acc's indices must be constants, or acc goes to the stack)
+    const int m = mh >> 1, half = mh & 1;
+    const int r = (MI * g + m) * 64 + (warp & 3) * 16 + (lane >> 2) + half * 8;
     const int od = d0 + r / bhw, oh = h0 + r / p.box[2] % p.box[1], ow = w0 + r % p.box[2];
     if (od >= p.out[0] || oh >= p.out[1] || ow >= p.out[2]) continue;
     float *yq = y + n * p.C_out * vol + ((int64_t)od * p.out[1] + oh) * p.out[2] + ow;
@@ -128,7 +137,7 @@ template <int WN> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID
 #pragma unroll
       for (int e = 0; e < 2; e++) {
         const int64_t co = (int64_t)cb * WN * 8 + j * 8 + 2 * (lane & 3) + e;
-        if (co < p.C_out) yq[co * vol] = acc[j][half * 2 + e] + (p.bias ? p.bias[co] : 0.0f);
+        if (co < p.C_out) yq[co * vol] = acc[m][j][half * 2 + e] + (p.bias ? p.bias[co] : 0.0f);
       }
   }
 }
@@ -143,55 +152,71 @@ TC_GLOBAL void cl_reduce_kernel(const float *ws, int ksplit, int64_t ysize, cons
   }
 }
 
-// xcl (N, D, H, W, Cp) = tf32(x (N, C, D, H, W)), channels C..Cp-1 zero. Block: one (n, d, h) row,
-// 32 columns by 32 channels (blockIdx.y, blockIdx.z) through shared memory (reads along W, writes
-// along C). (With the channels in a loop, (1, 512, 4, 8, 8) had 32 blocks and took 31 us: ncu.)
-TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, int64_t C, int64_t Cp, int64_t D, int64_t H, int64_t W) {
+// xcl (N, S, Cp) = tf32(x (N, C, S)), S = D H W positions, channels C..Cp-1 zero: a transpose of
+// each sample's (C, S) plane. Block: CL_LS positions (blockIdx.x, with the sample) by 32 channels
+// (blockIdx.y) through shared memory: a warp reads 128 bytes of one channel's positions and writes
+// 128 bytes of one position's channels; a thread's CL_LS / 8 loads are issued before its stores to
+// shared memory. Measured (ncu, cold caches, 128 channels): (2, 16, 32, 32) 12.0 us with 32
+// positions a block, 9.8 with 64; (1, 32, 64, 64) 41.8 and 35.2.
+#define CL_LS 64
+TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, int64_t C, int64_t Cp, int64_t S, int64_t stiles) {
   TC_SMEM_DECL(raw);
-  float(*tile)[33] = reinterpret_cast<float(*)[33]>(raw); // 32 x 33 floats
-  const int64_t row = blockIdx.x; // (n, d, h)
-  const int64_t h = row % H, d = row / H % D, n = row / (H * D);
-  const int64_t w0 = (int64_t)blockIdx.y * 32;
+  float(*tile)[CL_LS + 1] = reinterpret_cast<float(*)[CL_LS + 1]>(raw); // 32 channels x CL_LS positions
+  const int64_t n = blockIdx.x / stiles, s0 = (blockIdx.x - n * stiles) * CL_LS, c0 = (int64_t)blockIdx.y * 32;
   const int tx = (int)(threadIdx.x & 31), ty = (int)(threadIdx.x >> 5); // 8 warps
-  const int64_t c0 = (int64_t)blockIdx.z * 32;
-  for (int cy = ty; cy < 32; cy += 8) {
-    const int64_t c = c0 + cy, w = w0 + tx;
-    float v = 0.0f;
-    if (c < C && w < W) v = x[(((n * C + c) * D + d) * H + h) * W + w];
-    tile[cy][tx] = __uint_as_float(tc_tf32(v));
+  float v[CL_LS / 8];
+#pragma unroll
+  for (int u = 0; u < CL_LS / 8; u++) {
+    const int cy = ty + 8 * (u % 4), sx = (u / 4) * 32 + tx;
+    v[u] = c0 + cy < C && s0 + sx < S ? x[(n * C + c0 + cy) * S + s0 + sx] : 0.0f;
   }
+#pragma unroll
+  for (int u = 0; u < CL_LS / 8; u++) tile[ty + 8 * (u % 4)][(u / 4) * 32 + tx] = __uint_as_float(tc_tf32(v[u]));
   TC_SYNC();
-  for (int wy = ty; wy < 32; wy += 8) {
-    const int64_t c = c0 + tx, w = w0 + wy;
-    if (c < Cp && w < W) xcl[(((n * D + d) * H + h) * W + w) * Cp + c] = tile[tx][wy];
+#pragma unroll
+  for (int sy = ty; sy < CL_LS; sy += 8) {
+    const int64_t c = c0 + tx, sx = s0 + sy;
+    if (c < Cp && sx < S) xcl[(n * S + sx) * Cp + c] = tile[tx][sy];
   }
 }
 
-// wcl (tap, C_out, Cp) = tf32(w (C_out, C, taps)), channels C..Cp-1 zero. Block: CL_WCO output
-// channels and 32 input channels, 32 taps at a time through shared memory: reads of each channel's
-// taps (contiguous), writes of 32 channels (128 bytes) per tap. Measured on 512 -> 512 k3 (ncu,
-// cold caches): one thread an element, reading with a stride of `taps` floats, 41 us; this with
-// CL_WCO 1 31 us, with CL_WCO 4 (more loads in flight, a quarter of the blocks) 62 us.
-#define CL_WCO 1
-TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int64_t C, int64_t Cp, int64_t taps) {
+// wcl (tap, C_out, Cp) = tf32(w (C_out, C, taps)), channels C..Cp-1 zero. Block: one output channel
+// (blockIdx.y) and CL_WC input channels (blockIdx.x), tt taps at a time (all of them where they fit
+// in 48 KB of shared memory): the reads are one contiguous run of cn x tt floats (CL_WLOADS in
+// flight a thread), the writes a row of CL_WC channels (512 bytes) per tap. Shared memory holds
+// (channel, tap): as read (pitch taps) where all taps fit, else with an odd pitch.
+#define CL_WC 128
+#define CL_WSMEM 12288 // floats
+#define CL_WLOADS 8
+TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int64_t C, int64_t Cp, int64_t taps, int tt) {
   TC_SMEM_DECL(raw);
-  float(*tile)[32][33] = reinterpret_cast<float(*)[32][33]>(raw); // CL_WCO x 32 channels x 32 taps
-  const int64_t co0 = (int64_t)blockIdx.y * CL_WCO, c0 = (int64_t)blockIdx.x * 32; // (consecutive blocks: one row of wcl)
-  const int tx = (int)(threadIdx.x & 31), ty = (int)(threadIdx.x >> 5); // 8 warps
-  for (int64_t t0 = 0; t0 < taps; t0 += 32) {
+  float *tile = reinterpret_cast<float *>(raw); // CL_WC x pitch
+  const int64_t co = blockIdx.y, c0 = (int64_t)blockIdx.x * CL_WC;
+  const int cn = (int)(C - c0 < CL_WC ? C - c0 : CL_WC); // (cn > 0: c0 < Cp <= C + 3, c0 % 128 == 0)
+  const int tid = (int)threadIdx.x;
+  for (int64_t t0 = 0; t0 < taps; t0 += tt) {
+    const int tn = (int)(taps - t0 < tt ? taps - t0 : tt), n = cn * tn;
+    const bool whole = tn == taps; // value i of the run is (channel i / tn, tap i % tn)
+    const int pitch = whole ? tn : tt | 1;
+    const float *src = w + (co * C + c0) * taps + t0;
+    for (int i0 = tid; i0 < n; i0 += 256 * CL_WLOADS) {
+      float v[CL_WLOADS];
 #pragma unroll
-    for (int o = 0; o < CL_WCO; o++)
-      for (int cy = ty; cy < 32; cy += 8) {
-        const int64_t co = co0 + o, c = c0 + cy, t = t0 + tx;
-        tile[o][cy][tx] = co < C_out && c < C && t < taps ? __uint_as_float(tc_tf32(w[(co * C + c) * taps + t])) : 0.0f;
+      for (int u = 0; u < CL_WLOADS; u++) {
+        const int i = i0 + u * 256;
+        v[u] = i >= n ? 0.0f : whole ? src[i] : src[(int64_t)(i / tn) * taps + i % tn];
       }
+#pragma unroll
+      for (int u = 0; u < CL_WLOADS; u++) {
+        const int i = i0 + u * 256;
+        if (i < n) tile[whole ? i : i / tn * pitch + i % tn] = __uint_as_float(tc_tf32(v[u]));
+      }
+    }
     TC_SYNC();
-#pragma unroll
-    for (int o = 0; o < CL_WCO; o++)
-      for (int ty2 = ty; ty2 < 32; ty2 += 8) {
-        const int64_t co = co0 + o, t = t0 + ty2, c = c0 + tx;
-        if (co < C_out && t < taps && c < Cp) wcl[(t * C_out + co) * Cp + c] = tile[o][tx][ty2];
-      }
+    for (int i = tid; i < tn * CL_WC; i += 256) {
+      const int t = i / CL_WC, c = i % CL_WC;
+      if (c0 + c < Cp) wcl[((t0 + t) * C_out + co) * Cp + c0 + c] = c < cn ? tile[c * pitch + t] : 0.0f;
+    }
     TC_SYNC();
   }
 }
@@ -236,9 +261,9 @@ static int64_t cl_pow2_at_least(int64_t v, int64_t cap) {
   return r;
 }
 
-template <int WN> static int cl_launch(ClParams &p, const Env &env, tc_stream s, const char *op, char *err) {
-  void (*kernel)(const ClParams) = cl_conv_kernel<WN>;
-  const size_t smem = (size_t)p.stages * ClStage<WN>::BYTES + 2 * CL_MAX_STAGES * 8 + 1024;
+template <int WN, int MI> static int cl_launch(ClParams &p, const Env &env, tc_stream s, const char *op, char *err) {
+  void (*kernel)(const ClParams) = cl_conv_kernel<WN, MI>;
+  const size_t smem = (size_t)p.stages * ClStage<WN, MI>::BYTES + 2 * CL_MAX_STAGES * 8 + 1024;
   static size_t smem_set = 0;
   if (smem > smem_set) {
     TC_CHECK(tc_prepare_kernel(kernel, smem));
@@ -256,7 +281,10 @@ static int cl_wanted(const volua_conv3d_geom *g) {
   const char *v = getenv("VOLUA_TC_CL");
   if (v && strcmp(v, "0") == 0) return 0;
   if (v && strcmp(v, "1") == 0) return 1;
-  return g->C_in >= 256; // measured (bench/NOTES.md, eleventh session): faster there, slower below
+  // measured (bench/NOTES.md, eleventh and twelfth sessions): faster from 256 input channels, and
+  // from 128 with 128 output channels or more (128 -> 64 of (2, 128, 16, 32, 32): 0.101 ms here,
+  // 0.083 on conv3d_tc.cu's path)
+  return g->C_in >= 256 || (g->C_in >= 128 && g->C_out >= 128);
 }
 
 extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
@@ -273,7 +301,7 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   ClParams p;
   memset(&p, 0, sizeof p);
   const int64_t Cp = (g->C_in + 3) / 4 * 4, taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
-  if (taps > (1 << 20) || g->C_in > (1 << 20) || g->N > (1 << 30) || g->C_out > 65535 * CL_WCO) // (grid y)
+  if (taps > (1 << 20) || g->C_in > (1 << 20) || g->N > (1 << 30) || g->C_out > 65535) // (grid y)
     return VOLUA_FAST_NOT_APPLICABLE;
   // the box: W first (up to 128 positions), then H, then D
   p.box[2] = (int)cl_pow2_at_least(g->out[2], 128);
@@ -293,6 +321,23 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   }
   const char *fbn = getenv("VOLUA_TC_CL_BN");
   if (fbn && (atoi(fbn) == 64 || atoi(fbn) == 128 || atoi(fbn) == 256) && atoi(fbn) <= g->C_out) WN = atoi(fbn) / 8;
+  // 256 positions a block (MI 2: each B box serves twice the rows, a quarter less traffic a flop)
+  // where BN is at most 128 and those blocks, unsplit, fill at least half the SMs. Measured (H200,
+  // tf32): 128 -> 128 of (2, 128, 16, 32, 32), 128 blocks, GEMM 145 -> 108 us, the call 0.165 ->
+  // 0.127 ms; 512 -> 512 of (1, 512, 4, 8, 8) (4 units, split) 0.056 -> 0.068, so not there.
+  // VOLUA_TC_CL_BM=128|256 for measuring.
+  int MI = 1, box2[3];
+  box2[2] = (int)cl_pow2_at_least(g->out[2], 128);
+  box2[1] = (int)cl_pow2_at_least(g->out[1], 2 * CL_ROWS / box2[2]);
+  box2[0] = 2 * CL_ROWS / (box2[2] * box2[1]);
+  if (WN <= 16) {
+    int64_t units2 = g->N * tc_cdiv(g->C_out, WN * 8);
+    for (int d = 0; d < 3; d++) units2 *= tc_cdiv(g->out[d], box2[d]);
+    const char *fbm = getenv("VOLUA_TC_CL_BM");
+    MI = fbm && (atoi(fbm) == 128 || atoi(fbm) == 256) ? atoi(fbm) / 128 : 2 * units2 >= env.sms ? 2 : 1;
+  }
+  if (MI == 2)
+    for (int d = 0; d < 3; d++) p.box[d] = box2[d];
   const int BN = WN * 8;
   for (int d = 0; d < 3; d++) {
     p.stride[d] = (int)g->stride[d];
@@ -313,7 +358,7 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   p.co_blocks = (int)tc_cdiv(g->C_out, BN);
   p.cchunks = (int)tc_cdiv(g->C_in, 32);
   p.niter = (int)(taps * p.cchunks);
-  p.stages = (int)((env.smem_optin - 1024 - 2 * CL_MAX_STAGES * 8) / (CL_A_BYTES + BN * 128));
+  p.stages = (int)((env.smem_optin - 1024 - 2 * CL_MAX_STAGES * 8) / (MI * CL_A_BYTES + BN * 128));
   if (p.stages > CL_MAX_STAGES) p.stages = CL_MAX_STAGES;
   if (p.stages < 2 || p.mtiles * p.co_blocks > ((int64_t)1 << 30)) return VOLUA_FAST_NOT_APPLICABLE;
   // split K where the units leave SMs idle: parts of at least 8 steps, at most 16 parts
@@ -355,21 +400,25 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   p.bias = p.ksplit > 1 ? NULL : b;
 
   int rc = 0;
-  const int64_t rows = g->N * g->in[0] * g->in[1];
-  if (rows > 0 && rows < ((int64_t)1 << 31) && tc_cdiv(g->in[2], 32) < 65536 && tc_cdiv(Cp, 32) < 65536) {
-    TC_LAUNCH(cl_layout_kernel, tc_dim3((unsigned)rows, (unsigned)tc_cdiv(g->in[2], 32), (unsigned)tc_cdiv(Cp, 32)), 256,
-              32 * 33 * 4, s, x, xcl, g->C_in, Cp, g->in[0], g->in[1], g->in[2]);
+  const int64_t S = g->in[0] * g->in[1] * g->in[2], stiles = tc_cdiv(S, CL_LS);
+  const int tt = (int)(taps < CL_WSMEM / CL_WC - 1 ? taps : CL_WSMEM / CL_WC - 1);
+  if (g->N * stiles < ((int64_t)1 << 31) && tc_cdiv(Cp, 32) < 65536) {
+    TC_LAUNCH(cl_layout_kernel, tc_dim3((unsigned)(g->N * stiles), (unsigned)tc_cdiv(Cp, 32), 1), 256, 32 * (CL_LS + 1) * 4,
+              s, x, xcl, g->C_in, Cp, S, stiles);
     rc = tc_launch_failed(op, err);
   } else {
     rc = VOLUA_FAST_NOT_APPLICABLE;
   }
   if (rc == 0) {
-    TC_LAUNCH(cl_weights_kernel, tc_dim3((unsigned)tc_cdiv(Cp, 32), (unsigned)tc_cdiv(g->C_out, CL_WCO)), 256,
-              CL_WCO * 32 * 33 * 4, s, w, wcl, g->C_out, g->C_in, Cp, taps);
+    TC_LAUNCH(cl_weights_kernel, tc_dim3((unsigned)tc_cdiv(Cp, CL_WC), (unsigned)g->C_out, 1), 256,
+              (size_t)CL_WC * (tt | 1) * 4, s, w, wcl, g->C_out, g->C_in, Cp, taps, tt);
     rc = tc_launch_failed(op, err);
   }
   if (rc == 0)
-    rc = WN == 32 ? cl_launch<32>(p, env, s, op, err) : WN == 16 ? cl_launch<16>(p, env, s, op, err) : cl_launch<8>(p, env, s, op, err);
+    rc = WN == 32  ? cl_launch<32, 1>(p, env, s, op, err)
+         : MI == 2 ? (WN == 16 ? cl_launch<16, 2>(p, env, s, op, err) : cl_launch<8, 2>(p, env, s, op, err))
+         : WN == 16 ? cl_launch<16, 1>(p, env, s, op, err)
+                    : cl_launch<8, 1>(p, env, s, op, err);
   if (rc == 0 && p.ksplit > 1) {
     const int64_t vol = g->out[0] * g->out[1] * g->out[2];
     TC_LAUNCH(cl_reduce_kernel, (unsigned)(p.ysize / 256 + 1 < 8192 ? p.ysize / 256 + 1 : 8192), 256, 0, s, ws, p.ksplit,

@@ -207,6 +207,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 256, cout = 64, size = {2, 2, 2}, k = 1, bias = true},                -- 1x1x1, one tile
         {n = 1, cin = 256, cout = 300, size = {3, 4, 6}, k = 3, padding = 1, bias = true},  -- the default rule's: C_in 256
         {n = 1, cin = 256, cout = 256, size = {4, 16, 24}, k = 3, padding = 1},            -- 16 tiles: 256 channels a block, 8 parts
+        {n = 1, cin = 260, cout = 64, size = {3, 4, 6}, k = 5, padding = 2, bias = true},  -- weight copy: 3 channel blocks, taps in 2 passes
       }
       run_cases(mode, cases, 7000, "c")
     end)
