@@ -1,8 +1,10 @@
 """bench/small.py: convolutions with few tiles for the GPU (deep layers on small volumes), PyTorch
 and volua in one command (on the device machine).
 
-Each shape is timed by PyTorch at its defaults (cuDNN, TF32 allowed) with bench.py's method (CUDA
-events, a 256 MB write before each call, median of 30 after 3 warm-ups), then by volua's vol.bench
+Each shape is timed by PyTorch at its defaults (cuDNN, TF32 allowed) and with TF32 off, with
+bench.py's method (CUDA events, a 256 MB write before each call, median of 30 after 3 warm-ups);
+volua's "fp32" is compared with PyTorch's TF32 off and its "tf32" with TF32 on (like with like,
+../shared/device/README.md). Then volua is timed by its vol.bench
 (the same method) in math "fp32" and "tf32", once per volua environment given: each is a
 ';'-separated list entry of space-separated NAME=VALUE settings ("" is volua's defaults), e.g.
   python3 bench/small.py build/bin/volua ";VOLUA_TC_KSPLIT=1"
@@ -31,6 +33,11 @@ SHAPES = [
      dict(stride=2, padding=1, output_padding=1)),
     ("conv 32->32 (1,32,32,64,64) k3 p1", "conv", (1, 32, 32, 64, 64), (32, 32, 3, 3, 3), dict(padding=1)),
     ("conv 512->512 (1,512,4,8,8) k3 p1", "conv", (1, 512, 4, 8, 8), (512, 512, 3, 3, 3), dict(padding=1)),
+    ("conv 128->64 (2,128,16,32,32) k3 p1", "conv", (2, 128, 16, 32, 32), (64, 128, 3, 3, 3), dict(padding=1)),
+    ("conv 192->192 (2,192,8,16,16) k3 p1", "conv", (2, 192, 8, 16, 16), (192, 192, 3, 3, 3), dict(padding=1)),
+    ("conv 128->128 (1,128,32,64,64) k3 p1", "conv", (1, 128, 32, 64, 64), (128, 128, 3, 3, 3), dict(padding=1)),
+    ("conv 256->128 (2,256,16,16,16) k3 s2 p1", "conv", (2, 256, 16, 16, 16), (128, 256, 3, 3, 3),
+     dict(stride=2, padding=1)),
 ]
 
 
@@ -54,13 +61,16 @@ def main():
     dev = torch.device("cuda")
     gen = torch.Generator(device=dev).manual_seed(1)
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
-    torch_ms = []
+    torch_ms, torch_fp32_ms = [], []
     for _, op, xs, ws, a in SHAPES:
         x = torch.rand(xs, device=dev, generator=gen)
         w = torch.rand(ws, device=dev, generator=gen) - 0.5
         b = torch.rand(ws[0] if op == "conv" else ws[1], device=dev, generator=gen)
         f = (lambda: F.conv3d(x, w, b, **a)) if op == "conv" else (lambda: F.conv_transpose3d(x, w, b, **a))
         torch_ms.append(bench.time_cuda(f, 3, 30, flush)[0])
+        torch.backends.cudnn.allow_tf32 = False
+        torch_fp32_ms.append(bench.time_cuda(f, 3, 30, flush)[0])
+        torch.backends.cudnn.allow_tf32 = True
         del x, w, b
     del flush
     torch.cuda.empty_cache()
@@ -80,15 +90,15 @@ def main():
             r[(int(i), m)] = float(ms)
         results.append(r)
     os.unlink(script)
-    head = "| shape | PyTorch ms |" + "".join(f" volua fp32 [{v or 'default'}] | volua tf32 [{v or 'default'}] |" for v in variants)
+    head = "| shape | PyTorch ms | PyTorch TF32 off ms |" + "".join(f" volua fp32 [{v or 'default'}] | volua tf32 [{v or 'default'}] |" for v in variants)
     print(head)
-    print("|---|---|" + "---|---|" * len(variants))
+    print("|---|---|---|" + "---|---|" * len(variants))
     for i, (name, *_rest) in enumerate(SHAPES):
-        row = f"| {name} | {torch_ms[i]:.4f} |"
+        row = f"| {name} | {torch_ms[i]:.4f} | {torch_fp32_ms[i]:.4f} |"
         for r in results:
-            for m in ("fp32", "tf32"):
+            for m, ref in (("fp32", torch_fp32_ms[i]), ("tf32", torch_ms[i])):
                 ms = r[(i + 1, m)]
-                row += f" {ms:.4f} ({torch_ms[i] / ms:.2f}x) |"
+                row += f" {ms:.4f} ({ref / ms:.2f}x) |"
         print(row)
 
 
