@@ -13,19 +13,19 @@
 //   the padding), its B the tap's weights for the block's channels (a 3-D box). Both land in the
 //   128-byte swizzle, rows of 32 channels.
 //
-// A block is two consumer warpgroups (64 or 128 rows each, four m64nBNk8 wgmma per 64 rows and step) and a producer
-// warp whose one thread issues the TMA loads into a ring of stages, each with a "full" mbarrier
-// (its bytes landed) and an "empty" one (the 8 consumer warps are done with it). Where the tiles
-// are fewer than the SMs, K is split over ksplit blocks; each writes its sums into its own copy
-// of the output and cl_reduce_kernel adds the copies in a fixed order (results do not depend on
-// which block finishes first) and the bias.
+// A block is two consumer warpgroups (64 or 128 rows each, four m64nBNk8 wgmma per 64 rows and
+// step) and a producer warp whose one thread issues the TMA loads into a ring of stages, each with
+// a "full" mbarrier (its bytes landed) and an "empty" one (the 8 consumer warps are done with it).
+// Where the tiles are fewer than the SMs, K is split over ksplit blocks; each writes its sums into
+// its own copy of the output and cl_reduce_kernel adds the copies in a fixed order (results do not
+// depend on which block finishes first) and the bias.
 #include "tc_core.cuh"
 
 using namespace volua_tc;
 
 namespace {
 
-#define CL_ROWS 128                       // positions per block and MI: two warpgroups of 64 MI
+#define CL_ROWS 128                       // positions a block per MI: two warpgroups of 64 MI
 #define CL_THREADS 288                    // 8 consumer warps + the producer warp
 #define CL_A_BYTES (CL_ROWS * 128)        // a step's A per MI: 128 rows of 32 floats
 #define CL_MAX_STAGES 8

@@ -1168,10 +1168,10 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
 // With Params::wg the same values are in the layout tc_compute_wg reads (see there).
 // A k-step's values (4 BN E of them) are consecutive, the steps in the order (group, co block,
 // chunk, step), the step fastest: tc_prep_kernel and conv_transpose3d_tc.cu's phase preparation
-// give a block a whole k-step, decode it once (tc_prep_step) and look up its 8 K indices' weight
-// offsets once (a table in shared memory); a value then costs shifts and one load. (One thread a
-// value, with the decode per value, took 83 us for 512 -> 512 k3 in tf32, ncu: 7 divisions by
-// run-time values a value.)
+// give a block a range of whole k-steps, decode the first (tc_prep_step) and carry to the next
+// (tc_prep_next), and look up each step's 8 K indices' weight offsets once (a table in shared
+// memory); a value then costs shifts and one load. (One thread a value, with the decode per value,
+// took 83 us for 512 -> 512 k3 in tf32, ncu: 7 divisions by run-time values a value; 38 now.)
 struct PrepStep {
   int64_t grp, cb;
   int c, s; // chunk, k-step
@@ -1222,10 +1222,10 @@ TC_DEVICE float tc_prep_part(float v, int e, int E) {
   return tc_float(o);
 }
 
-// The prepared values of k-steps blockIdx.x, blockIdx.x + gridDim.x, ... (total / (4 BN E) steps),
-// the weight offsets of each step's 8 K indices in koff[kin * per + q] (-1: a zero), per per K
-// index, made by fill(step, t) for t < 8 per; col_to(col, &co, &q) names a column's output channel
-// and table entry q. Dynamic shared memory: 8 per int64_t.
+// The prepared values of this block's share of the total / (4 BN E) k-steps (a contiguous range).
+// Each step's table: koff[kin * per + q] (-1: a zero), per entries for each of its 8 K indices,
+// made by fill(step, t) for t < 8 per; col_to(col, &co, &q) names a column's output channel and its
+// entry q. Dynamic shared memory: 8 per int64_t.
 template <class Fill, class Col>
 TC_DEVICE void tc_prep_steps(const Params &p, const float *w, int64_t w_co, float *out, int64_t total, int per,
                              Fill fill, Col col_to) {
@@ -1233,8 +1233,8 @@ TC_DEVICE void tc_prep_steps(const Params &p, const float *w, int64_t w_co, floa
   int64_t *koff = reinterpret_cast<int64_t *>(raw);
   const int step_vals = 4 * p.BN * p.E;
   const int64_t steps = total / step_vals, b0 = steps * blockIdx.x / gridDim.x, b1 = steps * (blockIdx.x + 1) / gridDim.x;
-  PrepStep st = tc_prep_step(p, b0); // this block's steps: [b0, b1), decoded once (ncu: one step a block
-  for (int64_t b = b0; b < b1; b++, tc_prep_next(p, st)) { // spent most of its instructions in the decode)
+  PrepStep st = tc_prep_step(p, b0); // (ncu: with one step a block, most instructions went to its decode)
+  for (int64_t b = b0; b < b1; b++, tc_prep_next(p, st)) {
     if ((int)threadIdx.x < 8 * per) koff[threadIdx.x] = fill(st, (int)threadIdx.x);
     TC_SYNC();
     float *o = out + b * step_vals;
