@@ -1725,22 +1725,24 @@ template <class P> static inline int tc_launch_stats(P &p, const Env &env, tc_st
   return tc_no_variant(p, op, err);
 }
 
-// Variant choice for a store epilogue: 64 channels per block where the weights fit whole, else 32,
-// else whichever fits in chunks; in math "tf32", 512 positions per block (WM 4: half the weight
-// loads per mma, and fewer staged rows per position) where that plan has as few chunks.
-// VOLUA_TC_BN=32|64 and VOLUA_TC_WM=2|4 force one (for measuring both).
+// Variant choice for a store epilogue: 64 channels per block wherever that plan fits (with the
+// weights in chunks where 32 channels would hold them whole: each patch is then staged once, not
+// once per channel block; H200, twelfth session: L1-66 in "fp32" 0.787 -> 0.704 ms, 3 -> 128
+// channels k(3,5,7) 1.541 -> 1.377, 4 -> 64 k5 in "tf32" 0.431 -> 0.328), else 32; in math "tf32",
+// 512 positions per block (WM 4: half the weight loads per mma, and fewer staged rows per position)
+// where that plan has as few chunks. VOLUA_TC_BN=32|64 and VOLUA_TC_WM=2|4 force one (for
+// measuring both).
 static inline int tc_plan_store_wm(Params &p, bool split, int epi, const Env &env, int wm) {
   const char *force = getenv("VOLUA_TC_BN");
   const int want = force ? atoi(force) : 0;
-  if ((want == 64 && p.groups == 1) || want == 32) return tc_plan(p, want / 8, split, epi, env, wm);
+  if (want == 32) return tc_plan(p, 4, split, epi, env, wm);
   Params a = p, b = p;
-  const int ok64 = p.C_out * (p.nph > 1 ? p.nph : 1) > 32 && p.groups == 1 && tc_plan(a, 8, split, epi, env, wm);
-  const int ok32 = tc_plan(b, 4, split, epi, env, wm);
-  if (ok64 && (a.nchunks == 1 || !ok32 || b.nchunks > 1)) {
+  // (a forced 64 where it does not fit: 32, not the plain kernels)
+  if ((want == 64 || p.C_out * (p.nph > 1 ? p.nph : 1) > 32) && p.groups == 1 && tc_plan(a, 8, split, epi, env, wm)) {
     p = a;
     return 1;
   }
-  if (ok32) {
+  if (tc_plan(b, 4, split, epi, env, wm)) {
     p = b;
     return 1;
   }
