@@ -261,6 +261,14 @@ static int64_t cl_pow2_at_least(int64_t v, int64_t cap) {
   return r;
 }
 
+// A tile's box of `rows` output positions (a power of 2): W first (up to 128 positions), then H,
+// then D.
+static void cl_box(const volua_conv3d_geom *g, int rows, int box[3]) {
+  box[2] = (int)cl_pow2_at_least(g->out[2], 128);
+  box[1] = (int)cl_pow2_at_least(g->out[1], rows / box[2]);
+  box[0] = rows / (box[2] * box[1]);
+}
+
 template <int WN, int MI> static int cl_launch(ClParams &p, const Env &env, tc_stream s, const char *op, char *err) {
   void (*kernel)(const ClParams) = cl_conv_kernel<WN, MI>;
   const size_t smem = (size_t)p.stages * ClStage<WN, MI>::BYTES + 2 * CL_MAX_STAGES * 8 + 1024;
@@ -303,10 +311,7 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   const int64_t Cp = (g->C_in + 3) / 4 * 4, taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
   if (taps > (1 << 20) || g->C_in > (1 << 20) || g->N > (1 << 30) || g->C_out > 65535) // (grid y)
     return VOLUA_FAST_NOT_APPLICABLE;
-  // the box: W first (up to 128 positions), then H, then D
-  p.box[2] = (int)cl_pow2_at_least(g->out[2], 128);
-  p.box[1] = (int)cl_pow2_at_least(g->out[1], CL_ROWS / p.box[2]);
-  p.box[0] = CL_ROWS / (p.box[2] * p.box[1]);
+  cl_box(g, CL_ROWS, p.box);
   // channels a block: 256 (each A box serves more columns) where C_out has them and the blocks,
   // split at most 16 ways, still fill the SMs; else 128 or 64 (a box no wider than the weights'
   // C_out). Measured: 256 -> 256 of (2, 256, 8, 16, 16) 0.109 -> 0.094 ms with 256; 512 -> 512 of
@@ -327,9 +332,7 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   // 0.127 ms; 512 -> 512 of (1, 512, 4, 8, 8) (4 units, split) 0.056 -> 0.068, so not there.
   // VOLUA_TC_CL_BM=128|256 for measuring.
   int MI = 1, box2[3];
-  box2[2] = (int)cl_pow2_at_least(g->out[2], 128);
-  box2[1] = (int)cl_pow2_at_least(g->out[1], 2 * CL_ROWS / box2[2]);
-  box2[0] = 2 * CL_ROWS / (box2[2] * box2[1]);
+  cl_box(g, 2 * CL_ROWS, box2);
   if (WN <= 16) {
     int64_t units2 = g->N * tc_cdiv(g->C_out, WN * 8);
     for (int d = 0; d < 3; d++) units2 *= tc_cdiv(g->out[d], box2[d]);

@@ -158,18 +158,14 @@ TC_GLOBAL void tc_prep_phases_kernel(PhaseMap m, Params p, float *out, int64_t t
   }
   // the table: per (K index, phase), the offset of that phase's weight (-1 where the phase lacks
   // the union tap); the columns are (co, phase), nph of them a channel
-  // (32-bit: a chunk's prepared weights fit in shared memory, so its K indices are small)
-  const uint32_t tv = (uint32_t)(p.taps[0] * p.taps[1] * p.taps[2]), t12 = (uint32_t)(p.taps[1] * p.taps[2]), t2 = (uint32_t)p.taps[2];
   const int nph = p.nph, sh = nph == 8 ? 3 : nph == 4 ? 2 : nph == 2 ? 1 : 0;
   tc_prep_steps(
       p, m.w, m.w_co, out, total, nph,
       [&](const PrepStep &st, int t) -> int64_t {
         const int kin = t / nph, ph = t - kin * nph;
-        const uint32_t k = (uint32_t)st.s * 8u + (uint32_t)kin, cil = k / tv, tap = k - cil * tv;
-        const int64_t ci = (int64_t)st.c * p.ci_chunk + cil;
-        if ((int64_t)k >= p.ci_chunk * (int64_t)tv || ci >= p.C_in) return -1;
+        int64_t ci, u[3]; // u: the union tap
+        if (!tc_prep_k(p, st, kin, &ci, u)) return -1;
         const int pc[3] = {ph / (p.phs1 * p.phs2), (ph / p.phs2) % p.phs1, ph % p.phs2};
-        const int64_t u[3] = {tap / t12, (tap % t12) / t2, tap % t2};
         int64_t kk[3];
         for (int d = 0; d < 3; d++) {
           const int64_t j = u[d] - m.cofs[d][pc[d]];

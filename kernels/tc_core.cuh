@@ -1213,6 +1213,19 @@ TC_DEVICE void tc_prep_in_step(const Params &p, int j, int &e, int &kin, int &ni
   }
 }
 
+// K index kin of step st: its input channel *ci and tap coordinates u (d, h, w, each counted within
+// p.taps), or false where it pads K or C_in. 32-bit: a chunk's prepared weights fit in shared memory,
+// so its K indices are small. Shared by both preparations' offset tables.
+TC_DEVICE bool tc_prep_k(const Params &p, const PrepStep &st, int kin, int64_t *ci, int64_t u[3]) {
+  const uint32_t tv = (uint32_t)(p.taps[0] * p.taps[1] * p.taps[2]), t12 = (uint32_t)(p.taps[1] * p.taps[2]);
+  const uint32_t k = (uint32_t)st.s * 8u + (uint32_t)kin, cil = k / tv, tap = k - cil * tv;
+  *ci = (int64_t)st.c * p.ci_chunk + cil;
+  if ((int64_t)k >= p.ci_chunk * (int64_t)tv || *ci >= p.C_in) return false;
+  const uint32_t t2 = (uint32_t)p.taps[2], jd = tap / t12, r = tap - jd * t12, jh = r / t2;
+  u[0] = jd, u[1] = jh, u[2] = r - jh * t2;
+  return true;
+}
+
 // v as part e of a prepared weight: TF32 (round to nearest), or in math "fp32" for e >= 2 the TF32
 // of v minus that (an infinite v has no small part).
 TC_DEVICE float tc_prep_part(float v, int e, int E) {
@@ -1254,16 +1267,12 @@ TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) 
   if (p.done) // the counts of EPI_STATS's finish or split K's parts, zeroed here (a launch fewer than a memset)
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.ndone; i += (int64_t)blockDim.x * gridDim.x)
       p.done[i] = 0;
-  // (32-bit: a chunk's prepared weights fit in shared memory, so its K indices are small)
-  const uint32_t tv = (uint32_t)(p.taps[0] * p.taps[1] * p.taps[2]), t12 = (uint32_t)(p.taps[1] * p.taps[2]), t2 = (uint32_t)p.taps[2];
   tc_prep_steps(
       p, m.w, m.w_co, out, total, 1,
       [&](const PrepStep &st, int kin) -> int64_t {
-        const uint32_t k = (uint32_t)st.s * 8u + (uint32_t)kin, cil = k / tv, tap = k - cil * tv;
-        const int64_t ci = (int64_t)st.c * p.ci_chunk + cil;
-        if ((int64_t)k >= p.ci_chunk * (int64_t)tv || ci >= p.C_in) return -1;
-        const int64_t jd = tap / t12, jh = (tap - (uint32_t)jd * t12) / t2, jw = tap - (uint32_t)jd * t12 - (uint32_t)jh * t2;
-        const int64_t kd = m.kfirst[0] + jd * m.kstep[0], kh = m.kfirst[1] + jh * m.kstep[1], kw = m.kfirst[2] + jw * m.kstep[2];
+        int64_t ci, u[3];
+        if (!tc_prep_k(p, st, kin, &ci, u)) return -1;
+        const int64_t kd = m.kfirst[0] + u[0] * m.kstep[0], kh = m.kfirst[1] + u[1] * m.kstep[1], kw = m.kfirst[2] + u[2] * m.kstep[2];
         return st.grp * m.w_g + ci * m.w_ci + (kd * m.kdim[1] + kh) * m.kdim[2] + kw;
       },
       [](int64_t col, int64_t *co, int *q) {
