@@ -80,18 +80,27 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
 
   if (warp == 8) { // the producer: one thread issues every load
     if (lane == 0) {
-      const int t12 = p.taps[1] * p.taps[2];
+      // (stage s = i % S and its phase, the tap and channel chunk of step it, carried from step to
+      // step: divisions by run-time values here cost about a tenth of a step, measured by ncu)
+      int s = 0, ph = 0, tap = it_lo / p.cchunks, cc = it_lo - tap * p.cchunks;
+      int jd = tap / (p.taps[1] * p.taps[2]), jh = tap / p.taps[2] % p.taps[1], jw = tap % p.taps[2];
       for (int it = it_lo; it < it_hi; it++) {
-        const int i = it - it_lo, s = i % S;
-        if (i >= S) tc_mbar_wait(empty + s, (i / S - 1) & 1); // the consumers are done with step i - S
-        const int tap = it / p.cchunks, cc = it - tap * p.cchunks;
-        const int jd = tap / t12, jh = (tap - jd * t12) / p.taps[2], jw = tap - jd * t12 - jh * p.taps[2];
+        const int i = it - it_lo;
+        if (i >= S) tc_mbar_wait(empty + s, ph ^ 1); // the consumers are done with step i - S
         unsigned char *st = smem + (size_t)s * STAGE;
         tc_mbar_expect_tx(full + s, (unsigned)STAGE);
         tc_tma_load5(st, &p.xmap, cc * 32, w0 * p.stride[2] - p.pad[2] + jw * p.dil[2],
                      h0 * p.stride[1] - p.pad[1] + jh * p.dil[1], d0 * p.stride[0] - p.pad[0] + jd * p.dil[0], (int)n,
                      full + s);
         tc_tma_load5(st + A_BYTES, &p.wmap, cc * 32, cb * WN * 8, tap, 0, 0, full + s);
+        if (++s == S) s = 0, ph ^= 1;
+        if (++cc == p.cchunks) {
+          cc = 0, tap++;
+          if (++jw == p.taps[2]) {
+            jw = 0;
+            if (++jh == p.taps[1]) jh = 0, jd++;
+          }
+        }
       }
     }
     return;
@@ -103,9 +112,10 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
 #pragma unroll
   for (int m = 0; m < MI; m++)
     for (int j = 0; j < WN; j++) acc[m][j][0] = acc[m][j][1] = acc[m][j][2] = acc[m][j][3] = 0.0f;
+  int s = 0, ph = 0, prev = S - 1; // step i's stage and its phase (as the producer's), step i - 1's stage
   for (int it = it_lo; it < it_hi; it++) {
-    const int i = it - it_lo, s = i % S;
-    tc_mbar_wait(full + s, (i / S) & 1);
+    const int i = it - it_lo;
+    tc_mbar_wait(full + s, ph);
     const unsigned char *st = smem + (size_t)s * STAGE;
     const uint64_t db = tc_wg_desc128(st + A_BYTES);
     tc_wg_fence();
@@ -117,7 +127,9 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
     }
     tc_wg_commit();
     tc_wg_wait<1>(); // step i - 1's products are done: its stage goes back to the producer
-    if (i > 0 && lane == 0) tc_mbar_arrive(empty + (i - 1) % S);
+    if (i > 0 && lane == 0) tc_mbar_arrive(empty + prev);
+    prev = s;
+    if (++s == S) s = 0, ph ^= 1;
   }
   tc_wg_wait<0>();
 
@@ -142,13 +154,30 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
   }
 }
 
-// y = bias + the ksplit parts' sums, in part order.
+// y = bias + the ksplit parts' sums, in part order. A thread takes V values 256 apart (ksplit at
+// most 16 / V) and issues all its loads together: about 16 in flight (measured in the pipeline,
+// 256 -> 256 of (2, 256, 8, 16, 16) with 4 parts: 0.0708 ms a call with a value a thread, 0.0665 with
+// 4). Indices in 32 bits (ysize < 2^26 where K is split: a 64-bit division per value had made the
+// first version compute-bound).
+template <int V>
 TC_GLOBAL void cl_reduce_kernel(const float *ws, int ksplit, int64_t ysize, const float *bias, int64_t C_out,
                                 int64_t vol, float *y) {
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < ysize; i += (int64_t)gridDim.x * blockDim.x) {
-    float v = 0.0f;
-    for (int k = 0; k < ksplit; k++) v += ws[k * ysize + i];
-    y[i] = bias ? v + bias[i / vol % C_out] : v;
+  const unsigned n = (unsigned)ysize, i0 = blockIdx.x * (256 * V) + threadIdx.x;
+  float v[V][16 / V];
+#pragma unroll
+  for (int k = 0; k < 16 / V; k++)
+#pragma unroll
+    for (int u = 0; u < V; u++)
+      if (k < ksplit && i0 + 256 * u < n) v[u][k] = ws[(size_t)k * n + i0 + 256 * u];
+#pragma unroll
+  for (int u = 0; u < V; u++) {
+    const unsigned i = i0 + 256 * u;
+    if (i >= n) break;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 16 / V; k++)
+      if (k < ksplit) sum += v[u][k];
+    y[i] = bias ? sum + bias[i / (unsigned)vol % (unsigned)C_out] : sum;
   }
 }
 
@@ -368,9 +397,9 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   const int64_t units = p.mtiles * p.co_blocks;
   int64_t parts = units < env.sms ? env.sms / units : 1;
   if (parts > p.niter / 8) parts = p.niter / 8;
-  if (parts > 16) parts = 16;
   const char *ks = getenv("VOLUA_TC_KSPLIT");
   if (ks && atoi(ks) >= 1) parts = atoi(ks) < p.niter ? atoi(ks) : p.niter;
+  if (parts > 16) parts = 16; // (cl_reduce_kernel's most)
   if (parts < 1) parts = 1;
   while (parts > 1 && parts * p.ysize * 4 > ((int64_t)1 << 28)) parts--; // the copies: at most 256 MB
   p.ksplit = (int)parts;
@@ -424,8 +453,14 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
                     : cl_launch<8, 1>(p, env, s, op, err);
   if (rc == 0 && p.ksplit > 1) {
     const int64_t vol = g->out[0] * g->out[1] * g->out[2];
-    TC_LAUNCH(cl_reduce_kernel, (unsigned)(p.ysize / 256 + 1 < 8192 ? p.ysize / 256 + 1 : 8192), 256, 0, s, ws, p.ksplit,
-              p.ysize, b, g->C_out, vol, y);
+    const int V = p.ksplit <= 4 ? 4 : p.ksplit <= 8 ? 2 : 1;
+    const unsigned rb = (unsigned)tc_cdiv(p.ysize, 256 * V);
+    if (V == 4)
+      TC_LAUNCH(cl_reduce_kernel<4>, rb, 256, 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
+    else if (V == 2)
+      TC_LAUNCH(cl_reduce_kernel<2>, rb, 256, 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
+    else
+      TC_LAUNCH(cl_reduce_kernel<1>, rb, 256, 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
     rc = tc_launch_failed(op, err);
   }
   volua_cuda_free(xcl); // stream-ordered reuse, as conv3d_tc.cu's scratch
