@@ -3,7 +3,8 @@
 # device machine from the repository root with the carried build/bin/volua and .busted-bundle
 # (see ../shared/device/README.md):
 #   the GPU's line from nvidia-smi; every spec with VOLUA_TEST_DEVICE=cuda and new GPU tensors
-#   poisoned with NaN (VOLUA_POISON=1); the golden cases again at math "tf32"; then the specs under
+#   poisoned with NaN (VOLUA_POISON=1); the golden cases again at math "tf32"; spec/fast_spec.lua
+#   again under the plan switches that force the variants the default rules rarely take; then the specs under
 #   compute-sanitizer memcheck, racecheck, initcheck (without poisoning: a memset would hide
 #   unwritten memory from initcheck) and synccheck (barrier use), each with its summary.
 # Prints "N passed, N failed, N skipped" per run and exits non-zero on any failure or sanitizer error.
@@ -85,6 +86,15 @@ EOF
 if [ "$what" = all ] || [ "$what" = specs ]; then
   VOLUA_POISON=1 run_specs "specs on the GPU (math fp32, outputs poisoned with NaN)" "$VOLUA" $SPECS
   VOLUA_POISON=1 VOLUA_TEST_MATH=tf32 run_specs "golden cases on the GPU at math tf32" "$VOLUA" spec/golden_spec.lua
+  # plans that the default rules give few of the specs' shapes on this GPU: fast_spec again under
+  # the switches that force them (mma.sync k-loops; the channels-last path everywhere, with 256
+  # positions a block, with K in 3 and 16 parts)
+  for v in "VOLUA_TC_WGMMA=0" "VOLUA_TC_CL=1" "VOLUA_TC_CL=1 VOLUA_TC_CL_BM=256" "VOLUA_TC_CL=1 VOLUA_TC_KSPLIT=3" \
+    "VOLUA_TC_CL=1 VOLUA_TC_KSPLIT=16"; do
+    for kv in $v; do export "$kv"; done
+    VOLUA_POISON=1 VOLUA_TEST_LARGE=0 run_specs "fast_spec with $v" "$VOLUA" spec/fast_spec.lua
+    for kv in $v; do unset "${kv%%=*}"; done
+  done
   echo "== Ctrl-C during a long GPU op in the REPL"
   python3 scripts/interrupt_check.py "$VOLUA" cuda || status=1
 fi
