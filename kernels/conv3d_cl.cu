@@ -19,6 +19,10 @@
 // Where the tiles are fewer than the SMs, K is split over ksplit blocks; each writes its sums into
 // its own copy of the output and cl_reduce_kernel adds the copies in a fixed order (results do not
 // depend on which block finishes first) and the bias.
+//
+// The copies, the GEMM and the sum run as a chain of programmatic dependent launches: the weight
+// copy starts beside the input copy and, once done, waits for it, so that its end means both ended;
+// the GEMM and the sum start early (set-up, barriers) and wait for the kernel before them.
 #include "tc_core.cuh"
 
 using namespace volua_tc;
@@ -77,6 +81,7 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
     tc_mbar_fence_init();
   }
   TC_SYNC();
+  tc_grid_wait(); // the copies are done (programmatic dependent launch)
 
   if (warp == 8) { // the producer: one thread issues every load
     if (lane == 0) {
@@ -163,6 +168,7 @@ template <int V>
 TC_GLOBAL void cl_reduce_kernel(const float *ws, int ksplit, int64_t ysize, const float *bias, int64_t C_out,
                                 int64_t vol, float *y) {
   const unsigned n = (unsigned)ysize, i0 = blockIdx.x * (256 * V) + threadIdx.x;
+  tc_grid_wait(); // the GEMM is done
   float v[V][16 / V];
 #pragma unroll
   for (int k = 0; k < 16 / V; k++)
@@ -193,6 +199,7 @@ TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, int64_t C, int64_t C
   float(*tile)[CL_LS + 1] = reinterpret_cast<float(*)[CL_LS + 1]>(raw); // 32 channels x CL_LS positions
   const int64_t n = blockIdx.x / stiles, s0 = (blockIdx.x - n * stiles) * CL_LS, c0 = (int64_t)blockIdx.y * 32;
   const int tx = (int)(threadIdx.x & 31), ty = (int)(threadIdx.x >> 5); // 8 warps
+  tc_grid_launch_dependents(); // the weight copy may start beside this one
   float v[CL_LS / 8];
 #pragma unroll
   for (int u = 0; u < CL_LS / 8; u++) {
@@ -223,6 +230,7 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int6
   const int64_t co = blockIdx.y, c0 = (int64_t)blockIdx.x * CL_WC;
   const int cn = (int)(C - c0 < CL_WC ? C - c0 : CL_WC); // (cn > 0: c0 < Cp <= C + 3, c0 % 128 == 0)
   const int tid = (int)threadIdx.x;
+  tc_grid_launch_dependents(); // the GEMM may start (and wait) while this runs
   for (int64_t t0 = 0; t0 < taps; t0 += tt) {
     const int tn = (int)(taps - t0 < tt ? taps - t0 : tt), n = cn * tn;
     const bool whole = tn == taps; // value i of the run is (channel i / tn, tap i % tn)
@@ -248,6 +256,7 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int6
     }
     TC_SYNC();
   }
+  tc_grid_wait(); // the input copy (the kernel before this one) is done too: this kernel's end says both ended
 }
 
 // The two maps (cuTensorMapEncodeTiled, tc_core.cuh's tc_encoder): FLOAT32, no
@@ -298,6 +307,24 @@ static void cl_box(const volua_conv3d_geom *g, int rows, int box[3]) {
   box[0] = rows / (box[2] * box[1]);
 }
 
+// A launch in the chain (the top of this file): a programmatic dependent launch, or with
+// VOLUA_TC_CL_PDL=0 (for measuring) a plain one, after which the kernels' waits return at once.
+static bool cl_pdl() {
+  static int on = -1;
+  if (on < 0) {
+    const char *v = getenv("VOLUA_TC_CL_PDL");
+    on = !(v && strcmp(v, "0") == 0);
+  }
+  return on != 0;
+}
+template <class... P, class... A>
+static void cl_chain_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, size_t smem, tc_stream s, A... args) {
+  if (cl_pdl())
+    (void)tc_launch_pdl(kernel, grid, block, smem, s, args...);
+  else
+    TC_LAUNCH(kernel, grid, block, smem, s, args...);
+}
+
 template <int WN, int MI> static int cl_launch(ClParams &p, const Env &env, tc_stream s, const char *op, char *err) {
   void (*kernel)(const ClParams) = cl_conv_kernel<WN, MI>;
   const size_t smem = (size_t)p.stages * ClStage<WN, MI>::BYTES + 2 * CL_MAX_STAGES * 8 + 1024;
@@ -307,7 +334,7 @@ template <int WN, int MI> static int cl_launch(ClParams &p, const Env &env, tc_s
     smem_set = smem;
   }
   (void)env;
-  TC_LAUNCH(kernel, (unsigned)(p.mtiles * p.co_blocks * p.ksplit), CL_THREADS, smem, s, p);
+  cl_chain_launch(kernel, tc_dim3((unsigned)(p.mtiles * p.co_blocks * p.ksplit)), tc_dim3(CL_THREADS), smem, s, p);
   return tc_launch_failed(op, err);
 }
 
@@ -442,8 +469,8 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
     rc = VOLUA_FAST_NOT_APPLICABLE;
   }
   if (rc == 0) {
-    TC_LAUNCH(cl_weights_kernel, tc_dim3((unsigned)tc_cdiv(Cp, CL_WC), (unsigned)g->C_out, 1), 256,
-              (size_t)CL_WC * (tt | 1) * 4, s, w, wcl, g->C_out, g->C_in, Cp, taps, tt);
+    cl_chain_launch(cl_weights_kernel, tc_dim3((unsigned)tc_cdiv(Cp, CL_WC), (unsigned)g->C_out, 1), tc_dim3(256),
+                    (size_t)CL_WC * (tt | 1) * 4, s, w, wcl, g->C_out, g->C_in, Cp, taps, tt);
     rc = tc_launch_failed(op, err);
   }
   if (rc == 0)
@@ -456,11 +483,11 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
     const int V = p.ksplit <= 4 ? 4 : p.ksplit <= 8 ? 2 : 1;
     const unsigned rb = (unsigned)tc_cdiv(p.ysize, 256 * V);
     if (V == 4)
-      TC_LAUNCH(cl_reduce_kernel<4>, rb, 256, 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
+      cl_chain_launch(cl_reduce_kernel<4>, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
     else if (V == 2)
-      TC_LAUNCH(cl_reduce_kernel<2>, rb, 256, 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
+      cl_chain_launch(cl_reduce_kernel<2>, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
     else
-      TC_LAUNCH(cl_reduce_kernel<1>, rb, 256, 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
+      cl_chain_launch(cl_reduce_kernel<1>, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
     rc = tc_launch_failed(op, err);
   }
   volua_cuda_free(xcl); // stream-ordered reuse, as conv3d_tc.cu's scratch

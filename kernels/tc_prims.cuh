@@ -231,6 +231,35 @@ TC_DEVICE void tc_mbar_arrive(uint64_t *bar) {
 
 static inline cudaError_t tc_memset_async(void *p, int v, size_t n, tc_stream s) { return cudaMemsetAsync(p, v, n, s); }
 
+// -- programmatic dependent launch (sm_90; conv3d_cl.cu's chain of kernels). A kernel launched by
+// tc_launch_pdl may start before the kernel before it in the stream has finished: as soon as every
+// block of that one has run tc_grid_launch_dependents (or exited). tc_grid_wait then waits until
+// that kernel has completed and its writes are visible (at once where there is none).
+TC_DEVICE void tc_grid_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+TC_DEVICE void tc_grid_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+template <class... P, class... A>
+static inline cudaError_t tc_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A... args) {
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 #else
 
 // -- on the host, for bench/tc_emulate.cpp ----
@@ -564,6 +593,14 @@ static void tc_emu_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, siz
 }
 #define TC_LAUNCH(kernel, grid, block, smem, stream, ...) \
   tc_emu_launch(kernel, tc_dim3(grid), tc_dim3(block), (size_t)(smem), __VA_ARGS__)
+// (kernels run one after another here: no early starts)
+static inline void tc_grid_launch_dependents() {}
+static inline void tc_grid_wait() {}
+template <class... P, class... A>
+static inline int tc_launch_pdl(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, size_t smem, tc_stream, A... args) {
+  tc_emu_launch(kernel, grid, block, smem, args...);
+  return 0;
+}
 
 #endif
 
