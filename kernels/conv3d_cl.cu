@@ -86,7 +86,8 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
   if (warp == 8) { // the producer: one thread issues every load
     if (lane == 0) {
       // (stage s = i % S and its phase, the tap and channel chunk of step it, carried from step to
-      // step: divisions by run-time values here cost about a tenth of a step, measured by ncu)
+      // step: the divisions by run-time values they replace, here and in the consumers' loop, held
+      // about 16 % of the 256 -> 256 GEMM's ncu samples, which went from 55 to 46 us without them)
       int s = 0, ph = 0, tap = it_lo / p.cchunks, cc = it_lo - tap * p.cchunks;
       int jd = tap / (p.taps[1] * p.taps[2]), jh = tap / p.taps[2] % p.taps[1], jw = tap % p.taps[2];
       for (int it = it_lo; it < it_hi; it++) {
@@ -345,10 +346,10 @@ static int cl_wanted(const volua_conv3d_geom *g) {
   const char *v = getenv("VOLUA_TC_CL");
   if (v && strcmp(v, "0") == 0) return 0;
   if (v && strcmp(v, "1") == 0) return 1;
-  // measured (bench/NOTES.md, eleventh and twelfth sessions): faster from 256 input channels, and
-  // from 128 with 128 output channels or more (128 -> 64 of (2, 128, 16, 32, 32): 0.101 ms here,
-  // 0.083 on conv3d_tc.cu's path)
-  return g->C_in >= 256 || (g->C_in >= 128 && g->C_out >= 128);
+  // measured (bench/NOTES.md, eleventh to fourteenth sessions): faster from 256 input channels, and
+  // from 64 with 128 output channels or more (64 -> 128 of (4, 64, 8, 16, 16): 0.0308 ms here,
+  // 0.0395 on conv3d_tc.cu's path; but 128 -> 64 of (2, 128, 16, 32, 32): 0.0974 here, 0.0824 there)
+  return g->C_in >= 256 || (g->C_in >= 64 && g->C_out >= 128);
 }
 
 extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
@@ -482,12 +483,9 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
     const int64_t vol = g->out[0] * g->out[1] * g->out[2];
     const int V = p.ksplit <= 4 ? 4 : p.ksplit <= 8 ? 2 : 1;
     const unsigned rb = (unsigned)tc_cdiv(p.ysize, 256 * V);
-    if (V == 4)
-      cl_chain_launch(cl_reduce_kernel<4>, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
-    else if (V == 2)
-      cl_chain_launch(cl_reduce_kernel<2>, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
-    else
-      cl_chain_launch(cl_reduce_kernel<1>, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
+    void (*reduce)(const float *, int, int64_t, const float *, int64_t, int64_t, float *) =
+        V == 4 ? cl_reduce_kernel<4> : V == 2 ? cl_reduce_kernel<2> : cl_reduce_kernel<1>;
+    cl_chain_launch(reduce, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
     rc = tc_launch_failed(op, err);
   }
   volua_cuda_free(xcl); // stream-ordered reuse, as conv3d_tc.cu's scratch
