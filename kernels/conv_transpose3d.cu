@@ -1,6 +1,8 @@
 // conv_transpose3d.cu: transposed 3D convolution (groups, stride, dilation, padding, output_padding)
 // as a gather: each output element sums the inputs whose taps reach it, accumulated in double.
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common.cuh"
 #include "fast.h"
@@ -24,7 +26,12 @@ template <bool TF32>
 static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geom g, const float *__restrict__ x,
                                                       const float *__restrict__ w, const float *__restrict__ b,
                                                       float *__restrict__ y, const int *gate, int stamp) {
-  if (gate && *gate != stamp) return;
+  if (gate) { // launched right after the GEMM it may redo, as a programmatic dependent launch:
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory"); // the GEMM (and the scan that set the gate) are done
+#endif
+    if (*gate != stamp) return;
+  }
   const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t kD = g.kernel[0], kH = g.kernel[1], kW = g.kernel[2];
@@ -61,6 +68,16 @@ static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geo
 
 // -- launcher ----
 
+// The gated launch as a programmatic dependent launch, unless VOLUA_TC_PDL=0 (tc_core.cuh's switch).
+static bool gated_pdl(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *v = getenv("VOLUA_TC_PDL");
+    on = !(v && strcmp(v, "0") == 0);
+  }
+  return on != 0;
+}
+
 // math: "fp32" exact products, double accumulation; "tf32" rounds operands first (conv3d.cu).
 static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                    const float *b, float *y, volua_math_mode math, const int *gate, int stamp,
@@ -75,10 +92,22 @@ static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const f
     CUDA_CHECK(volua_sm_count(&sms));
     if ((int64_t)grid > 2 * (int64_t)sms) grid = (unsigned)(2 * sms);
   }
-  if (math == VOLUA_MATH_TF32)
-    conv_transpose3d_gather_kernel<true><<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
-  else
-    conv_transpose3d_gather_kernel<false><<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
+  void (*kernel)(volua_conv_transpose3d_geom, const float *, const float *, const float *, float *, const int *, int) =
+      math == VOLUA_MATH_TF32 ? conv_transpose3d_gather_kernel<true> : conv_transpose3d_gather_kernel<false>;
+  if (gate && gated_pdl()) { // its launch overlaps the GEMM's end (the kernel waits before reading)
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(VOLUA_THREADS);
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, *g, x, w, b, y, gate, stamp));
+  } else {
+    kernel<<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
+  }
   CUDA_CHECK_LAUNCH();
   return 0;
 }

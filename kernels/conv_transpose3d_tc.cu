@@ -144,6 +144,7 @@ TC_DEVICE unsigned tc_nonfinite4(float a, float b, float c, float d) {
 }
 
 TC_GLOBAL void tc_prep_phases_kernel(PhaseMap m, Params p, float *out, int64_t total) {
+  tc_grid_launch_dependents(); // the GEMM may start its set-up (it waits for this kernel's end)
   if (m.scan_x) { // 16-byte loads where the input allows (p.vec4 implies its alignment), then the tail
     const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nth = (int64_t)blockDim.x * gridDim.x;
     const int64_t n4 = ((uintptr_t)m.scan_x % 16) == 0 ? m.scan_n / 4 : 0;

@@ -646,6 +646,10 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
   auto sbar = [&](int64_t slot) { return mbar + team * nbuf + (nbuf == 2 ? (int)(slot & 1) : 0); };
   auto sphase = [&](int64_t slot) { return (int)((nbuf == 2 ? slot >> 1 : slot) & 1); };
 
+  // A kernel launched after this one as a programmatic dependent launch (conv_transpose3d.cu's
+  // gated redo) may start once every block of this one has begun (in practice as they leave: these
+  // blocks hold most of an SM's registers); it waits for this one's end before reading memory.
+  tc_grid_launch_dependents();
   // -- tables: K offsets into the patch (the padded tail of K reads the zero region) ----
   if (NSUB == 1) {
     const int tv = (int)(p.taps[0] * p.taps[1] * p.taps[2]), kvalid = p.ci_chunk * tv;
@@ -763,6 +767,10 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
   auto wfloats = [&](int sb) { return NSUB == 1 ? p.w_floats : p.sub_w_floats[sb]; };
 
   // item 0: chunk 0 of the weights (all of them when nchunks == 1: by the whole block) and its patch
+  // Launched after its weight preparation as a programmatic dependent launch (tc_launch_kernel):
+  // what is above reads only p; every global read and write is below, after the kernel before this
+  // one has completed (at once where it was a plain launch).
+  tc_grid_wait();
   if (nitems0 > 0) {
     if (wonce)
 #pragma unroll
@@ -1264,6 +1272,7 @@ TC_DEVICE void tc_prep_steps(const Params &p, const float *w, int64_t w_co, floa
 }
 
 TC_GLOBAL void tc_prep_kernel(WeightMap m, Params p, float *out, int64_t total) {
+  tc_grid_launch_dependents(); // the GEMM may start its set-up (it waits for this kernel's end)
   if (p.done) // the counts of EPI_STATS's finish or split K's parts, zeroed here (a launch fewer than a memset)
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.ndone; i += (int64_t)blockDim.x * gridDim.x)
       p.done[i] = 0;
@@ -1611,6 +1620,26 @@ static inline int tc_no_variant(const Params &p, const char *op, char *err) {
   return 1;
 }
 
+// The GEMM's launch: a programmatic dependent launch (tc_prims.cuh), so that its blocks start, and
+// build their tables and barriers, while the weight preparation before it runs (that kernel lets
+// them start at once; tc_conv_kernel waits for its end before reading memory). Measured against
+// plain launches in bench/NOTES.md (fourteenth session). VOLUA_TC_PDL=0 (for measuring): plain.
+static inline bool tc_pdl(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *v = getenv("VOLUA_TC_PDL");
+    on = !(v && strcmp(v, "0") == 0);
+  }
+  return on != 0;
+}
+static inline int tc_launch_kernel(void (*kernel)(const Params), tc_dim3 grid, size_t smem, tc_stream s, const Params &p,
+                                   const char *op, char *err) {
+  if (tc_pdl()) TC_CHECK(tc_launch_pdl(kernel, grid, tc_dim3(TC_WARPS * 32), smem, s, p));
+  else TC_LAUNCH(kernel, grid, TC_WARPS * 32, smem, s, p);
+  (void)op, (void)err;
+  return 0;
+}
+
 template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1, bool KS = false>
 static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const char *op, char *err) {
   void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR, TEAMS, KS>;
@@ -1639,7 +1668,7 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
     if (parts > p.parts) parts = p.parts; // the room the caller allocated for partial sums
     p.parts = (int)parts;
     tc_report(p, op, EPI, parts, p.N, nb);
-    TC_LAUNCH(kernel, tc_dim3((unsigned)parts, (unsigned)p.N), TC_WARPS * 32, p.smem, s, p);
+    if (tc_launch_kernel(kernel, tc_dim3((unsigned)parts, (unsigned)p.N), p.smem, s, p, op, err)) return 1;
   } else {
     const int64_t cols = p.co_blocks * p.groups * (KS ? p.ksplit : 1); // a block per (group, channel block, part of K) at least
     int64_t per_cb = (int64_t)nb * env.sms / cols;
@@ -1647,7 +1676,7 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
     if (per_cb > p.ntiles) per_cb = p.ntiles;
     if (per_cb * cols > INT32_MAX) per_cb = INT32_MAX / cols;
     tc_report(p, op, EPI, per_cb * cols, 1, nb);
-    TC_LAUNCH(kernel, (unsigned)(per_cb * cols), TC_WARPS * 32, p.smem, s, p);
+    if (tc_launch_kernel(kernel, tc_dim3((unsigned)(per_cb * cols)), p.smem, s, p, op, err)) return 1;
   }
   TC_CHECK_LAUNCH();
   return 0;
