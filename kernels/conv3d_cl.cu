@@ -369,20 +369,30 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   if (taps > (1 << 20) || g->C_in > (1 << 20) || g->N > (1 << 30) || g->C_out > 65535) // (grid y)
     return VOLUA_FAST_NOT_APPLICABLE;
   cl_box(g, CL_ROWS, p.box);
-  // channels a block: 256 (each A box serves more columns) where C_out has them and the blocks,
-  // split at most 16 ways, still fill the SMs; else 128 or 64 (a box no wider than the weights'
-  // C_out). Measured: 256 -> 256 of (2, 256, 8, 16, 16) 0.109 -> 0.094 ms with 256; 512 -> 512 of
-  // (1, 512, 4, 8, 8), whose 4 units of 256 give 64 blocks, 0.116 -> 0.106 with 128.
-  // VOLUA_TC_CL_BN=64|128|256 for measuring.
-  int WN = g->C_out >= 128 ? 16 : 8;
-  if (g->C_out >= 256) {
+  // channels a block (BN): of 64, 128, 160, 192 and 256, no more than C_out, the one whose blocks
+  // pad C_out to the fewest columns, the widest of those (each A box then serves more columns);
+  // 256 only where its blocks, split at most 16 ways, still fill the SMs (else the next). Measured
+  // on (2, C, 8, 16, 16), tf32 ms: 256 -> 256 0.109 -> 0.094 with 256 (against 128); 512 -> 512 of
+  // (1, 512, 4, 8, 8), whose 4 units of 256 give 64 blocks, 0.116 -> 0.106 with 128; with 128 and
+  // 256 only, 320 -> 320 took 0.152 with 256 (512 columns) and 0.136 with 128 (384), 384 -> 384
+  // 0.167 and 0.154, 192 -> 192 0.0640 with 128 (256 columns) and 0.0628 with 64.
+  // VOLUA_TC_CL_BN=64|128|160|192|256 for measuring.
+  int WN = 8;
+  {
     int64_t t = g->N;
     for (int d = 0; d < 3; d++) t *= tc_cdiv(g->out[d], p.box[d]);
     const int64_t steps = taps * tc_cdiv(g->C_in, 32), most = steps / 8 < 16 ? steps / 8 : 16;
-    if (t * tc_cdiv(g->C_out, 256) * (most > 1 ? most : 1) >= env.sms) WN = 32;
+    const bool fill256 = t * tc_cdiv(g->C_out, 256) * (most > 1 ? most : 1) >= env.sms;
+    int64_t best = INT64_MAX;
+    for (int bn = 64; bn <= 256; bn += 32) {
+      if (bn == 96 || bn == 224 || bn > g->C_out || (bn == 256 && !fill256)) continue;
+      const int64_t cols = tc_cdiv(g->C_out, bn) * bn;
+      if (cols <= best) best = cols, WN = bn / 8;
+    }
   }
   const char *fbn = getenv("VOLUA_TC_CL_BN");
-  if (fbn && (atoi(fbn) == 64 || atoi(fbn) == 128 || atoi(fbn) == 256) && atoi(fbn) <= g->C_out) WN = atoi(fbn) / 8;
+  const int fb = fbn ? atoi(fbn) : 0;
+  if ((fb == 64 || fb == 128 || fb == 160 || fb == 192 || fb == 256) && fb <= g->C_out) WN = fb / 8;
   // 256 positions a block (MI 2: each B box serves twice the rows, a quarter less traffic a flop)
   // where BN is at most 128 and those blocks, unsplit, fill at least half the SMs. Measured (H200,
   // tf32): 128 -> 128 of (2, 128, 16, 32, 32), 128 blocks, GEMM 145 -> 108 us, the call 0.165 ->
@@ -475,8 +485,10 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
     rc = tc_launch_failed(op, err);
   }
   if (rc == 0)
-    rc = WN == 32  ? cl_launch<32, 1>(p, env, s, op, err)
-         : MI == 2 ? (WN == 16 ? cl_launch<16, 2>(p, env, s, op, err) : cl_launch<8, 2>(p, env, s, op, err))
+    rc = WN == 32   ? cl_launch<32, 1>(p, env, s, op, err)
+         : WN == 24 ? cl_launch<24, 1>(p, env, s, op, err)
+         : WN == 20 ? cl_launch<20, 1>(p, env, s, op, err)
+         : MI == 2  ? (WN == 16 ? cl_launch<16, 2>(p, env, s, op, err) : cl_launch<8, 2>(p, env, s, op, err))
          : WN == 16 ? cl_launch<16, 1>(p, env, s, op, err)
                     : cl_launch<8, 1>(p, env, s, op, err);
   if (rc == 0 && p.ksplit > 1) {

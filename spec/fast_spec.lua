@@ -208,6 +208,8 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 256, cout = 300, size = {3, 4, 6}, k = 3, padding = 1, bias = true},  -- the default rule's: C_in 256
         {n = 1, cin = 256, cout = 256, size = {4, 16, 24}, k = 3, padding = 1},            -- 16 tiles: 256 channels a block, 8 parts
         {n = 1, cin = 260, cout = 64, size = {3, 4, 6}, k = 5, padding = 2, bias = true},  -- weight copy: 3 channel blocks, taps in 2 passes
+        {n = 1, cin = 96, cout = 192, size = {4, 8, 16}, k = 3, padding = 1, bias = true},  -- 192 channels a block
+        {n = 1, cin = 64, cout = 380, size = {3, 5, 9}, k = 3, padding = 1},              -- 192 a block, the second partial
       }
       run_cases(mode, cases, 7000, "c")
     end)
