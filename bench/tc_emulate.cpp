@@ -443,7 +443,6 @@ int main(int argc, char **argv) {
       setenv("VOLUA_TC_CL", "1", 1);
       run_conv3d(1, 40, 70, in, k, s1, p1, d1, true, m);
       run_conv3d(2, 36, 64, in2, k2, s2, p0, d2, false, m);
-      setenv("VOLUA_TC_CL_BN", "128", 1); // (the rule gives 130 blocks of 64)
       run_conv3d(1, 64, 130, in, k, s1, p1, d1, true, m);
       setenv("VOLUA_TC_CL_BN", "256", 1); // 256 channels a block, then a partial one
       run_conv3d(1, 36, 300, in, k, s1, p1, d1, true, m);

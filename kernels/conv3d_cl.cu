@@ -369,13 +369,14 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   if (taps > (1 << 20) || g->C_in > (1 << 20) || g->N > (1 << 30) || g->C_out > 65535) // (grid y)
     return VOLUA_FAST_NOT_APPLICABLE;
   cl_box(g, CL_ROWS, p.box);
-  // channels a block (BN): of 64, 128, 160, 192 and 256, no more than C_out, the one whose blocks
-  // pad C_out to the fewest columns, the widest of those (each A box then serves more columns);
-  // 256 only where its blocks, split at most 16 ways, still fill the SMs (else the next). Measured
-  // on (2, C, 8, 16, 16), tf32 ms: 256 -> 256 0.109 -> 0.094 with 256 (against 128); 512 -> 512 of
-  // (1, 512, 4, 8, 8), whose 4 units of 256 give 64 blocks, 0.116 -> 0.106 with 128; with 128 and
-  // 256 only, 320 -> 320 took 0.152 with 256 (512 columns) and 0.136 with 128 (384), 384 -> 384
-  // 0.167 and 0.154, 192 -> 192 0.0640 with 128 (256 columns) and 0.0628 with 64.
+  // channels a block (BN): of 64 (only below 128 output channels), 128, 160, 192 and 256, no more
+  // than C_out, the one whose blocks pad C_out to the fewest columns, the widest of those (each A
+  // box then serves more columns); 256 only where its blocks, split at most 16 ways, still fill the
+  // SMs. Measured on (2, C, 8, 16, 16), tf32 ms: 256 -> 256 0.109 -> 0.094 with 256 (against 128);
+  // 512 -> 512 of (1, 512, 4, 8, 8), whose 4 units of 256 give 64 blocks, 0.116 -> 0.106 with 128;
+  // with 128 and 256 only, 320 -> 320 took 0.152 with 256 (512 columns) and 0.136 with 128 (384),
+  // 384 -> 384 0.167 and 0.154; with 160 and 192, 0.104 and 0.131. 144 -> 144 0.0573 with 128 (256
+  // columns), 0.0601 with 64 (192): fewer columns, but slower.
   // VOLUA_TC_CL_BN=64|128|160|192|256 for measuring.
   int WN = 8;
   {
@@ -385,7 +386,7 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
     const bool fill256 = t * tc_cdiv(g->C_out, 256) * (most > 1 ? most : 1) >= env.sms;
     int64_t best = INT64_MAX;
     for (int bn = 64; bn <= 256; bn += 32) {
-      if (bn == 96 || bn == 224 || bn > g->C_out || (bn == 256 && !fill256)) continue;
+      if (bn == 96 || bn == 224 || bn > g->C_out || (bn == 64 && g->C_out >= 128) || (bn == 256 && !fill256)) continue;
       const int64_t cols = tc_cdiv(g->C_out, bn) * bn;
       if (cols <= best) best = cols, WN = bn / 8;
     }
