@@ -437,7 +437,7 @@ int main(int argc, char **argv) {
     }
     { // the channels-last path (conv3d_cl.cu; math "tf32" only: in "fp32" these take conv3d_tc.cu's):
       // C_in over 32 with its tail, partial channel blocks, boxes past the output, stride, dilation,
-      // padding, 128, 160, 192 and 256 channels a block, and K split over 3 and 9 parts
+      // padding, 128, 160, 192, 224 and 256 channels a block, and K split over 3 and 9 parts
       const int64_t in[3] = {4, 5, 9}, in2[3] = {3, 9, 20}, k[3] = {3, 3, 3}, s1[3] = {1, 1, 1}, s2[3] = {2, 1, 3};
       const int64_t p1[3] = {1, 1, 1}, p0[3] = {0, 2, 1}, d1[3] = {1, 1, 1}, d2[3] = {1, 2, 1}, k2[3] = {2, 3, 1};
       setenv("VOLUA_TC_CL", "1", 1);
@@ -450,6 +450,8 @@ int main(int argc, char **argv) {
       run_conv3d(1, 36, 300, in, k, s1, p1, d1, true, m);    // (the rule:) 160 a block, then a partial one
       run_conv3d(1, 40, 192, in, k, s1, p1, d1, true, m);    // 192 a block
       run_conv3d(2, 36, 380, in2, k2, s2, p0, d2, false, m); // 192 a block, then a partial one
+      run_conv3d(1, 40, 224, in, k, s1, p1, d1, true, m);    // 224 a block
+      run_conv3d(2, 36, 440, in2, k2, s2, p0, d2, false, m); // 224 a block, then a partial one
       setenv("VOLUA_TC_KSPLIT", "3", 1);
       run_conv3d(1, 33, 64, in, k, s1, p1, d1, true, m);
       setenv("VOLUA_TC_KSPLIT", "9", 1); // (cl_reduce_kernel a value a thread)

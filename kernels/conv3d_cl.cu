@@ -33,6 +33,9 @@ namespace {
 #define CL_THREADS 288                    // 8 consumer warps + the producer warp
 #define CL_A_BYTES (CL_ROWS * 128)        // a step's A per MI: 128 rows of 32 floats
 #define CL_MAX_STAGES 8
+// Channels a block (BN), ascending: the widths cl_launch is instantiated for (WN = BN / 8; the
+// dispatch at the bottom), which the plan below chooses from and VOLUA_TC_CL_BN may force.
+static const int cl_widths[] = {64, 128, 160, 192, 224, 256};
 
 struct ClParams {
   tc_tmap xmap, wmap; // (C, W, H, D, N) of xcl; (C, C_out, tap, 1, 1) of wcl
@@ -311,12 +314,8 @@ static void cl_box(const volua_conv3d_geom *g, int rows, int box[3]) {
 // A launch in the chain (the top of this file): a programmatic dependent launch, or with
 // VOLUA_TC_CL_PDL=0 (for measuring) a plain one, after which the kernels' waits return at once.
 static bool cl_pdl() {
-  static int on = -1;
-  if (on < 0) {
-    const char *v = getenv("VOLUA_TC_CL_PDL");
-    on = !(v && strcmp(v, "0") == 0);
-  }
-  return on != 0;
+  static const bool on = tc_switch_on("VOLUA_TC_CL_PDL");
+  return on;
 }
 template <class... P, class... A>
 static void cl_chain_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, size_t smem, tc_stream s, A... args) {
@@ -369,7 +368,7 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   if (taps > (1 << 20) || g->C_in > (1 << 20) || g->N > (1 << 30) || g->C_out > 65535) // (grid y)
     return VOLUA_FAST_NOT_APPLICABLE;
   cl_box(g, CL_ROWS, p.box);
-  // channels a block (BN): of 64 (only below 128 output channels), 128, 160, 192 and 256, no more
+  // channels a block (BN): of 64 (only below 128 output channels), 128, 160, 192, 224 and 256, no more
   // than C_out, the one whose blocks pad C_out to the fewest columns, the widest of those (each A
   // box then serves more columns); 256 only where its blocks, split at most 16 ways, still fill the
   // SMs. Measured on (2, C, 8, 16, 16), tf32 ms: 256 -> 256 0.109 -> 0.094 with 256 (against 128);
@@ -377,7 +376,10 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   // with 128 and 256 only, 320 -> 320 took 0.152 with 256 (512 columns) and 0.136 with 128 (384),
   // 384 -> 384 0.167 and 0.154; with 160 and 192, 0.104 and 0.131. 144 -> 144 0.0573 with 128 (256
   // columns), 0.0601 with 64 (192): fewer columns, but slower.
-  // VOLUA_TC_CL_BN=64|128|160|192|256 for measuring.
+  // With 224 (fifteenth session): 448 -> 448 of (2, 448, 8, 16, 16) 0.151 against 0.175 with 256;
+  // 224 -> 448 of (1, 224, 16, 32, 32) 0.254 against 0.312; 224 -> 224 of (2, 224, 8, 16, 16) 0.0544,
+  // where the binary before it took 0.0726 with 256.
+  // VOLUA_TC_CL_BN=64|128|160|192|224|256 for measuring.
   int WN = 8;
   {
     int64_t t = g->N;
@@ -385,15 +387,16 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
     const int64_t steps = taps * tc_cdiv(g->C_in, 32), most = steps / 8 < 16 ? steps / 8 : 16;
     const bool fill256 = t * tc_cdiv(g->C_out, 256) * (most > 1 ? most : 1) >= env.sms;
     int64_t best = INT64_MAX;
-    for (int bn = 64; bn <= 256; bn += 32) {
-      if (bn == 96 || bn == 224 || bn > g->C_out || (bn == 64 && g->C_out >= 128) || (bn == 256 && !fill256)) continue;
+    for (const int bn : cl_widths) { // (ascending: the last of equal paddings is the widest)
+      if (bn > g->C_out || (bn == 64 && g->C_out >= 128) || (bn == 256 && !fill256)) continue;
       const int64_t cols = tc_cdiv(g->C_out, bn) * bn;
       if (cols <= best) best = cols, WN = bn / 8;
     }
   }
   const char *fbn = getenv("VOLUA_TC_CL_BN");
   const int fb = fbn ? atoi(fbn) : 0;
-  if ((fb == 64 || fb == 128 || fb == 160 || fb == 192 || fb == 256) && fb <= g->C_out) WN = fb / 8;
+  for (const int bn : cl_widths)
+    if (fb == bn && fb <= g->C_out) WN = fb / 8;
   // 256 positions a block (MI 2: each B box serves twice the rows, a quarter less traffic a flop)
   // where BN is at most 128 and those blocks, unsplit, fill at least half the SMs. Measured (H200,
   // tf32): 128 -> 128 of (2, 128, 16, 32, 32), 128 blocks, GEMM 145 -> 108 us, the call 0.165 ->
@@ -487,6 +490,7 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   }
   if (rc == 0)
     rc = WN == 32   ? cl_launch<32, 1>(p, env, s, op, err)
+         : WN == 28 ? cl_launch<28, 1>(p, env, s, op, err)
          : WN == 24 ? cl_launch<24, 1>(p, env, s, op, err)
          : WN == 20 ? cl_launch<20, 1>(p, env, s, op, err)
          : MI == 2  ? (WN == 16 ? cl_launch<16, 2>(p, env, s, op, err) : cl_launch<8, 2>(p, env, s, op, err))

@@ -6,6 +6,7 @@
 
 #include "common.cuh"
 #include "fast.h"
+#include "tc_prims.cuh" // tc_pdl, tc_launch_pdl, tc_grid_wait: the gated launch
 
 // Input index along one dim that tap k sends to output o, or -1: o = i*stride - pad + k*dil,
 // so i = (o + pad - k*dil) / stride when that divides exactly and lands inside the input.
@@ -27,9 +28,7 @@ static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geo
                                                       const float *__restrict__ w, const float *__restrict__ b,
                                                       float *__restrict__ y, const int *gate, int stamp) {
   if (gate) { // launched right after the GEMM it may redo, as a programmatic dependent launch:
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory"); // the GEMM (and the scan that set the gate) are done
-#endif
+    tc_grid_wait(); // the GEMM (and the scan that set the gate) are done
     if (*gate != stamp) return;
   }
   const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
@@ -68,16 +67,6 @@ static __global__ void conv_transpose3d_gather_kernel(volua_conv_transpose3d_geo
 
 // -- launcher ----
 
-// The gated launch as a programmatic dependent launch, unless VOLUA_TC_PDL=0 (tc_core.cuh's switch).
-static bool gated_pdl(void) {
-  static int on = -1;
-  if (on < 0) {
-    const char *v = getenv("VOLUA_TC_PDL");
-    on = !(v && strcmp(v, "0") == 0);
-  }
-  return on != 0;
-}
-
 // math: "fp32" exact products, double accumulation; "tf32" rounds operands first (conv3d.cu).
 static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                    const float *b, float *y, volua_math_mode math, const int *gate, int stamp,
@@ -94,20 +83,10 @@ static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const f
   }
   void (*kernel)(volua_conv_transpose3d_geom, const float *, const float *, const float *, float *, const int *, int) =
       math == VOLUA_MATH_TF32 ? conv_transpose3d_gather_kernel<true> : conv_transpose3d_gather_kernel<false>;
-  if (gate && gated_pdl()) { // its launch overlaps the GEMM's end (the kernel waits before reading)
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(VOLUA_THREADS);
-    cfg.stream = s;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, *g, x, w, b, y, gate, stamp));
-  } else {
+  if (gate && tc_pdl()) // its launch overlaps the GEMM's end (the kernel waits before reading)
+    CUDA_CHECK(tc_launch_pdl(kernel, dim3(grid), dim3(VOLUA_THREADS), 0, s, *g, x, w, b, y, gate, stamp));
+  else
     kernel<<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
-  }
   CUDA_CHECK_LAUNCH();
   return 0;
 }

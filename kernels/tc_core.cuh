@@ -1623,15 +1623,7 @@ static inline int tc_no_variant(const Params &p, const char *op, char *err) {
 // The GEMM's launch: a programmatic dependent launch (tc_prims.cuh), so that its blocks start, and
 // build their tables and barriers, while the weight preparation before it runs (that kernel lets
 // them start at once; tc_conv_kernel waits for its end before reading memory). Measured against
-// plain launches in bench/NOTES.md (fourteenth session). VOLUA_TC_PDL=0 (for measuring): plain.
-static inline bool tc_pdl(void) {
-  static int on = -1;
-  if (on < 0) {
-    const char *v = getenv("VOLUA_TC_PDL");
-    on = !(v && strcmp(v, "0") == 0);
-  }
-  return on != 0;
-}
+// plain launches in bench/NOTES.md (fourteenth session). VOLUA_TC_PDL=0 (tc_pdl): plain.
 static inline int tc_launch_kernel(void (*kernel)(const Params), tc_dim3 grid, size_t smem, tc_stream s, const Params &p,
                                    const char *op, char *err) {
   if (tc_pdl()) TC_CHECK(tc_launch_pdl(kernel, grid, tc_dim3(TC_WARPS * 32), smem, s, p));
