@@ -8,7 +8,8 @@ volua's "fp32" is compared with PyTorch's TF32 off and its "tf32" with TF32 on (
 (the same method) in math "fp32" and "tf32", once per volua environment given: each is a
 ';'-separated list entry of space-separated NAME=VALUE settings ("" is volua's defaults), e.g.
   python3 bench/small.py build/bin/volua ";VOLUA_TC_KSPLIT=1"
-times the default plans beside the plans without split K. Timing only: spec/fast_spec.lua's split
+times the default plans beside the plans without split K. SMALL_SET=sweep times the other layers
+(SWEEP, below) instead; SMALL_PICK=1,4,7 only those rows. Timing only: spec/fast_spec.lua's split
 K cases and the golden cases check the results. Inputs uniform in [0, 1), weights in [-0.5, 0.5).
 """
 import os
@@ -41,6 +42,44 @@ SHAPES = [
     ("conv 160->160 (2,160,8,16,16) k3 p1", "conv", (2, 160, 8, 16, 16), (160, 160, 3, 3, 3), dict(padding=1)),
     ("conv 320->320 (2,320,8,16,16) k3 p1", "conv", (2, 320, 8, 16, 16), (320, 320, 3, 3, 3), dict(padding=1)),
 ]
+
+# SMALL_SET=sweep: other layers of 3D networks (stems and heads on whole volumes, pointwise, grouped,
+# depthwise, strided, (2+1)D video factorisations, dilated, upsampling), for the "not slower than
+# PyTorch on other shapes" check; the default set is the deep layers above.
+SWEEP = [
+    ("conv 1->32 (1,1,128,128,128) k3 p1", "conv", (1, 1, 128, 128, 128), (32, 1, 3, 3, 3), dict(padding=1)),
+    ("conv 4->32 (2,4,128,128,128) k3 p1", "conv", (2, 4, 128, 128, 128), (32, 4, 3, 3, 3), dict(padding=1)),
+    ("conv 32->2 (1,32,128,128,128) k1", "conv", (1, 32, 128, 128, 128), (2, 32, 1, 1, 1), {}),
+    ("conv 16->16 (4,16,32,64,64) k5 p2", "conv", (4, 16, 32, 64, 64), (16, 16, 5, 5, 5), dict(padding=2)),
+    ("conv 48->48 (2,48,32,32,32) k3 p1", "conv", (2, 48, 32, 32, 32), (48, 48, 3, 3, 3), dict(padding=1)),
+    ("conv 96->96 (2,96,16,32,32) k3 p1", "conv", (2, 96, 16, 32, 32), (96, 96, 3, 3, 3), dict(padding=1)),
+    ("conv 224->224 (2,224,8,16,16) k3 p1", "conv", (2, 224, 8, 16, 16), (224, 224, 3, 3, 3), dict(padding=1)),
+    ("conv 256->64 (2,256,16,32,32) k1", "conv", (2, 256, 16, 32, 32), (64, 256, 1, 1, 1), {}),
+    ("conv 64->256 (2,64,16,32,32) k1", "conv", (2, 64, 16, 32, 32), (256, 64, 1, 1, 1), {}),
+    ("conv 128->128 g4 (2,128,16,32,32) k3 p1", "conv", (2, 128, 16, 32, 32), (128, 32, 3, 3, 3),
+     dict(padding=1, groups=4)),
+    ("conv 64->64 depthwise (2,64,32,64,64) k3 p1", "conv", (2, 64, 32, 64, 64), (64, 1, 3, 3, 3),
+     dict(padding=1, groups=64)),
+    ("conv 64->128 (2,64,32,64,64) k3 s2 p1", "conv", (2, 64, 32, 64, 64), (128, 64, 3, 3, 3),
+     dict(stride=2, padding=1)),
+    ("conv 64->64 (8,64,16,56,56) k(1,3,3) p(0,1,1)", "conv", (8, 64, 16, 56, 56), (64, 64, 1, 3, 3),
+     dict(padding=(0, 1, 1))),
+    ("conv 64->64 (8,64,16,56,56) k(3,1,1) p(1,0,0)", "conv", (8, 64, 16, 56, 56), (64, 64, 3, 1, 1),
+     dict(padding=(1, 0, 0))),
+    ("conv 32->32 (1,32,64,128,128) k3 p2 d2", "conv", (1, 32, 64, 128, 128), (32, 32, 3, 3, 3),
+     dict(padding=2, dilation=2)),
+    ("conv 128->128 (2,128,16,32,32) k1", "conv", (2, 128, 16, 32, 32), (128, 128, 1, 1, 1), {}),
+    ("conv 512->128 (1,512,8,16,16) k1", "conv", (1, 512, 8, 16, 16), (128, 512, 1, 1, 1), {}),
+    ("conv 64->64 (2,64,32,64,64) k1", "conv", (2, 64, 32, 64, 64), (64, 64, 1, 1, 1), {}),
+    ("convT 256->128 (2,256,8,16,16) k2 s2", "convT", (2, 256, 8, 16, 16), (256, 128, 2, 2, 2), dict(stride=2)),
+    ("convT 64->32 (2,64,16,32,32) k4 s2 p1", "convT", (2, 64, 16, 32, 32), (64, 32, 4, 4, 4),
+     dict(stride=2, padding=1)),
+]
+if os.environ.get("SMALL_SET") == "sweep":
+    SHAPES = SWEEP
+# SMALL_PICK=1,4,7: only those rows of the set (1-based), for measuring a few shapes
+if os.environ.get("SMALL_PICK"):
+    SHAPES = [SHAPES[int(i) - 1] for i in os.environ["SMALL_PICK"].split(",")]
 
 
 def lua_script():

@@ -98,8 +98,10 @@ extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, con
                                  float *y, volua_math_mode math, cudaStream_t s, char *err) {
   // the fast paths first (kernels/fast.h); they decline shapes they do not cover. They read zero
   // padding only: with another padding mode they get a padded copy of the input (F.pad, as PyTorch).
-  int fast = VOLUA_FAST_NOT_APPLICABLE;
-  if (g->padding_mode == VOLUA_PAD_ZEROS) {
+  // 1x1x1 without padding first (conv3d_pointwise.cu; no padding: any padding_mode)
+  int fast = volua_cuda_conv3d_pointwise(g, x, w, b, y, math, s, err);
+  if (fast != VOLUA_FAST_NOT_APPLICABLE) {
+  } else if (g->padding_mode == VOLUA_PAD_ZEROS) {
     fast = volua_cuda_conv3d_depthwise(g, x, w, b, y, math, s, err);
     if (fast == VOLUA_FAST_NOT_APPLICABLE) fast = volua_cuda_conv3d_tc(g, x, w, b, y, math, s, err);
   } else if (!volua_cuda_fast_disabled()) {

@@ -37,6 +37,10 @@ int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom *g, const f
 int volua_cuda_conv_transpose3d_redo(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                      const float *b, float *y, volua_math_mode math, const int *flag, int stamp,
                                      cudaStream_t s, char *err);
+/* conv3d_pointwise.cu: 1x1x1, stride 1, no padding, groups 1 (any padding_mode); both maths, any
+ * compute capability the build has code for (mma.sync TF32). Tried first by conv3d.cu. */
+int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                                float *y, volua_math_mode math, cudaStream_t s, char *err);
 /* conv3d_depthwise.cu: groups > 1 with at most 2 input and 8 output channels per group (depthwise),
  * padding_mode "zeros"; tried before conv3d_tc.cu. */
 int volua_cuda_conv3d_depthwise(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,

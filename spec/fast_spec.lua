@@ -210,8 +210,29 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 260, cout = 64, size = {3, 4, 6}, k = 5, padding = 2, bias = true},  -- weight copy: 3 channel blocks, taps in 2 passes
         {n = 1, cin = 96, cout = 192, size = {4, 8, 16}, k = 3, padding = 1, bias = true},  -- 192 channels a block
         {n = 1, cin = 64, cout = 380, size = {3, 5, 9}, k = 3, padding = 1},              -- 192 a block, the second partial
+        {n = 1, cin = 64, cout = 224, size = {4, 8, 16}, k = 3, padding = 1, bias = true},  -- 224 channels a block
+        {n = 1, cin = 72, cout = 440, size = {3, 5, 9}, k = 3, padding = 1},              -- 224 a block, the second partial
       }
       run_cases(mode, cases, 7000, "c")
+    end)
+
+    -- 1x1x1, stride 1, no padding, groups 1: conv3d_pointwise.cu where its rule says (math "tf32" from
+    -- 64 output channels; few units, with K split, in both maths), else the paths above;
+    -- scripts/gpu_check.sh runs this file again with VOLUA_PW=1 (all here), 0 (none) and K in 3 parts)
+    it("conv3d: 1x1x1 (conv3d_pointwise.cu)", function()
+      local cases = {
+        {n = 2, cin = 256, cout = 64, size = {4, 8, 16}, k = 1, bias = true},  -- whole tiles, C_in in 8 chunks
+        {n = 1, cin = 64, cout = 256, size = {3, 5, 9}, k = 1},                -- S 135: a partial tile; 4 channel blocks
+        {n = 3, cin = 37, cout = 70, size = {2, 3, 7}, k = 1, bias = true},    -- S 42 (4-byte copies), C_in's tail, a partial block
+        {n = 1, cin = 3, cout = 2, size = {5, 6, 8}, k = 1},                   -- a head: fewer channels than a chunk
+        {n = 1, cin = 1, cout = 8, size = {3, 4, 4}, k = 1, bias = true},      -- one input channel
+        {n = 2, cin = 48, cout = 24, size = {4, 4, 33}, k = 1, specials = 9},  -- NaN and infinities
+        {n = 1, cin = 32, cout = 16, size = {4, 5, 6}, k = 1, padding_mode = "reflect", bias = true}, -- no padding: any mode
+        {n = 2, cin = 8, cout = 70, size = {16, 32, 40}, k = 1, bias = true},  -- 640 units: blocks take several, of one chunk
+        {n = 1, cin = 512, cout = 64, size = {2, 4, 8}, k = 1, bias = true},   -- one unit: K in 4 parts
+        {n = 1, cin = 300, cout = 40, size = {3, 3, 5}, k = 1, specials = 6},  -- 10 chunks in 2 parts; NaN, infinities
+      }
+      run_cases(mode, cases, 7500, "c")
     end)
 
     it("conv3d and conv3d_group_norm_mean with reflect, replicate and circular padding (a padded copy)", function()

@@ -732,6 +732,33 @@ describe("GPU large tensors (VOLUA_TEST_LARGE=1)", function()
     full_gc()
   end)
 
+  it("conv3d 1x1x1 (conv3d_pointwise.cu) on (2, 2, 1024, 1024, 520): 2.18 G elements in, 3.27 G out", function()
+    -- outputs of the last sample (element offsets past 2^31) recomputed here from their inputs;
+    -- VOLUA_PW=1 (its rule leaves 3 output channels in math "fp32" to conv3d_tc.cu), set through the FFI
+    local ffi = require "ffi"
+    pcall(ffi.cdef, "int setenv(const char *, const char *, int); int unsetenv(const char *);")
+    local shape = {2, 2, 1024, 1024, 520}
+    local x = vol.rand(shape, {seed = SEED + 11, device = "cuda"})
+    local w, b = data({3, 2, 1, 1, 1}, SEED + 12), data({3}, SEED + 13)
+    ffi.C.setenv("VOLUA_PW", "1", 1)
+    local ok, y = pcall(vol.conv3d, x, w:cuda(), b:cuda())
+    ffi.C.unsetenv("VOLUA_PW")
+    assert.is_true(ok, tostring(y))
+    assert.same({2, 3, 1024, 1024, 520}, y.shape)
+    local r = generator(SEED + 14)
+    for i = 1, 41 do
+      local p = i == 41 and {1024, 1024, 520} or {r.int(1, 1024), r.int(1, 1024), r.int(1, 520)}
+      local c = r.int(1, 3)
+      local want = b:get(c)
+      for ci = 1, 2 do want = want + w:get(c, ci, 1, 1, 1) * x:get(2, ci, p[1], p[2], p[3]) end
+      local got = y:get(2, c, p[1], p[2], p[3])
+      assert.is_true(math.abs(got - want) <= ATOL + RTOL * math.abs(want),
+        ("y[2, %d, %d, %d, %d] = %s, want %s"):format(c, p[1], p[2], p[3], tostring(got), tostring(want)))
+    end
+    x, y = nil, nil
+    full_gc()
+  end)
+
   it("group_norm on (2, 4, 1024, 1024, 257): 2.16 G elements, past 2^31", function()
     local shape = {2, 4, 1024, 1024, 257}
     local g = vol.rand(shape, {seed = SEED + 1, device = "cuda"}) + 100 -- a large mean

@@ -1,0 +1,377 @@
+// conv3d_pointwise.cu: 1x1x1 convolutions (stride 1, no padding, groups 1) on the tensor cores, in
+// one kernel: for each sample, y (C_out, S) = w (C_out, C_in) x (C_in, S) + bias, S = D H W. The
+// input is read in its own layout (no channels-last copy, no weight preparation: the layers of
+// bottlenecks and heads are memory-bound, and those two steps cost the other paths a third of their
+// time here; bench/NOTES.md, fifteenth session).
+//
+// A block computes BM positions of one sample by PW_BN output channels, walking C_in in chunks
+// of BK through a ring of PW_STAGES shared-memory stages filled by cp.async: x's chunk as BK
+// rows of BM positions (each row contiguous in memory), w's as PW_BN rows of BK channels (PwShape:
+// BM 256, BK 16 in math "tf32"; 128 and 32 in "fp32").
+// Eight warps, each BM / 4 positions by 32 channels: per k-step of 8, BM / 64 m16 tiles by four n8 tiles of
+// mma.sync m16n8k8 (TF32), A (positions x channels) read from the x rows, B from the w rows. Math
+// "tf32": the raw float bits, which the tensor core truncates to TF32 (as conv3d_tc.cu); math
+// "fp32": each operand split into a TF32 big part and the rest, three products (big big, big small,
+// small big), the small ones in a second accumulator joined at the end (pw_join: an infinite sum
+// keeps its value). The output goes straight from the accumulators: lanes g = 0..7 of a fragment
+// hold 8 consecutive positions of one channel, 32 bytes a store.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.cuh"
+#include "fast.h"
+#include "tc_prims.cuh"
+
+#define PW_BN 64 // output channels a block
+#define PW_STAGES 4
+#define PW_THREADS 256
+
+// A block's shape: 64 MI positions (each warp 16 MI of them by 32 channels: MI m16 tiles by four
+// n8 tiles) and BK input channels a stage. x rows' pitch XP and w rows' pitch WP put the A loads
+// (rows t, columns g) and the B loads (rows g, columns t) in 32 banks.
+template <int MI, int BK> struct PwShape {
+  static const int BM = 64 * MI, XP = BM + 8, WP = BK + 4, STAGE = BK * XP + PW_BN * WP; // (floats)
+};
+
+struct PwParams {
+  const float *x, *w, *bias; // bias: NULL for none (and with ksplit > 1: added by pw_reduce_kernel)
+  float *y;                  // the output, or with ksplit > 1 the parts' sums (ksplit copies of it)
+  int64_t S, C_in, C_out;    // positions a sample, channels
+  int64_t ptiles;            // tiles a sample: ceil(S / BM)
+  int64_t cblocks;           // channel blocks: ceil(C_out / PW_BN)
+  int64_t kchunks;           // chunks of C_in: ceil(C_in / BK)
+  int64_t ksplit;            // parts of C_in (at most kchunks)
+  int64_t units;             // N ptiles cblocks ksplit (below 2^31)
+  int64_t ysize;             // N C_out S
+  unsigned units32, ksplit32, cblocks32, ptiles32, kchunks32; // the same in 32 bits (the cursors' divisions)
+  int bm;                    // positions a tile (the kernel's BM)
+  int wvec;                  // 16-byte copies of w (C_in a multiple of 4, w 16-byte aligned)
+};
+
+// A block takes units blockIdx.x, + gridDim.x, ... and each unit's chunks of C_in in turn: one
+// stream of steps, which the ring of stages runs through across units (a unit of one or two chunks
+// still has the next unit's loads in flight). Unit u: part u % ksplit of channel block
+// u / ksplit % cblocks of tile u / (ksplit cblocks) (a tile's blocks run side by side and read its x
+// through L2 once); a tile: sample n, positions p0 ...
+struct PwCursor {
+  unsigned u, n;    // the unit, its sample
+  int kc, hi, part; // the chunk, the unit's end chunk, its part
+  int64_t p0, co0;  // its first position and channel
+};
+__device__ __forceinline__ void pw_unit(PwCursor &c, const PwParams &p, unsigned u) {
+  c.u = u;
+  if (u >= p.units32) return;
+  const unsigned part = u % p.ksplit32, cu = u / p.ksplit32, tile = cu / p.cblocks32;
+  c.part = (int)part;
+  c.kc = (int)(part * p.kchunks32 / p.ksplit32); // (16 kchunks < 2^32: the host's limit on C_in)
+  c.hi = (int)((part + 1) * p.kchunks32 / p.ksplit32);
+  c.co0 = (int64_t)(cu - tile * p.cblocks32) * PW_BN;
+  c.n = tile / p.ptiles32;
+  c.p0 = (int64_t)(tile - c.n * p.ptiles32) * p.bm;
+}
+__device__ __forceinline__ void pw_next(PwCursor &c, const PwParams &p) {
+  if (++c.kc == c.hi) pw_unit(c, p, c.u + gridDim.x); // (below 2^32: units and the grid below 2^31)
+}
+
+// Stage `st` <- the cursor's chunk of x's rows (channels) and w's columns. VEC: 16-byte copies of x
+// (S a multiple of 4: a row's 4-position groups are whole or wholly past S); else 4-byte copies.
+// Out-of-range elements (past C_in, S or C_out) are filled with zeros.
+template <bool VEC, int MI, int BK>
+__device__ __forceinline__ void pw_load(float *st, const PwParams &p, const PwCursor &c) {
+  typedef PwShape<MI, BK> Sh;
+  const int tid = (int)threadIdx.x;
+  const float *xs = p.x + c.n * p.C_in * p.S;
+  const int64_t p0 = c.p0, co0 = c.co0, k0 = (int64_t)c.kc * BK;
+  float *xsm = st, *wsm = st + BK * Sh::XP;
+  if (VEC) {
+#pragma unroll
+    for (int j = 0; j < BK * Sh::BM / 4 / PW_THREADS; j++) {
+      const int c = tid + j * PW_THREADS, row = c / (Sh::BM / 4), col = (c % (Sh::BM / 4)) * 4;
+      const bool ok = k0 + row < p.C_in && p0 + col < p.S;
+      const float *src = ok ? xs + (k0 + row) * p.S + p0 + col : p.x;
+      tc_cp16z(xsm + row * Sh::XP + col, src, ok);
+    }
+  } else {
+#pragma unroll 4
+    for (int j = 0; j < BK * Sh::BM / PW_THREADS; j++) {
+      const int c = tid + j * PW_THREADS, row = c / Sh::BM, col = c % Sh::BM;
+      const bool ok = k0 + row < p.C_in && p0 + col < p.S;
+      const float *src = ok ? xs + (k0 + row) * p.S + p0 + col : p.x;
+      tc_cp4(xsm + row * Sh::XP + col, src, ok);
+    }
+  }
+  if (p.wvec) {
+#pragma unroll
+    for (int j = 0; j < PW_BN * BK / 4 / PW_THREADS; j++) {
+      const int c = tid + j * PW_THREADS, row = c / (BK / 4), col = (c % (BK / 4)) * 4;
+      const bool ok = co0 + row < p.C_out && k0 + col < p.C_in;
+      const float *src = ok ? p.w + (co0 + row) * p.C_in + k0 + col : p.w;
+      tc_cp16z(wsm + row * Sh::WP + col, src, ok);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < PW_BN * BK / PW_THREADS; j++) {
+      const int c = tid + j * PW_THREADS, row = c / BK, col = c % BK;
+      const bool ok = co0 + row < p.C_out && k0 + col < p.C_in;
+      const float *src = ok ? p.w + (co0 + row) * p.C_in + k0 + col : p.w;
+      tc_cp4(wsm + row * Sh::WP + col, src, ok);
+    }
+  }
+}
+
+// a value from its big sum and the small products' sum: an infinite (or NaN) big sum is the value
+__device__ __forceinline__ float pw_join(float big, float small) { return fabsf(big) < INFINITY ? big + small : big; }
+
+// an operand's TF32 big part (truncation, as the tensor core reads raw bits) and, for SPLIT, the rest
+template <bool SPLIT> __device__ __forceinline__ void pw_split(float v, uint32_t &big, uint32_t &small) {
+  if (SPLIT) {
+    big = __float_as_uint(v) & 0xffffe000u;
+    small = __float_as_uint(v - __uint_as_float(big));
+  } else {
+    big = __float_as_uint(v);
+  }
+}
+
+// The thread's values of the warp's 16 MI x 32 (positions x channels) to y (or the part's copy):
+// fragment (i, j), e 0, 1 at position row g, channels 2t, 2t + 1; e 2, 3 at row g + 8.
+template <bool SPLIT, int MI>
+__device__ __forceinline__ void pw_store(const PwParams &p, const PwCursor &c, float (&acc)[MI][4][4],
+                                         float (&corr)[MI][4][4]) {
+  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int wm = (warp & 3) * 16 * MI, wn = (warp >> 2) * 32;
+  float *yn = p.y + (p.ksplit > 1 ? c.part * p.ysize : 0) + c.n * p.C_out * p.S;
+#pragma unroll
+  for (int j = 0; j < 4; j++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const int64_t co = c.co0 + wn + j * 8 + 2 * t + e;
+      if (co >= p.C_out) continue;
+      const float bias = p.bias ? p.bias[co] : 0.0f;
+      float *yc = yn + co * p.S;
+#pragma unroll
+      for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int64_t pos = c.p0 + wm + i * 16 + h * 8 + g;
+          const float v = SPLIT ? pw_join(acc[i][j][2 * h + e], corr[i][j][2 * h + e]) : acc[i][j][2 * h + e];
+          if (pos < p.S) yc[pos] = v + bias;
+        }
+    }
+}
+
+template <bool SPLIT, bool VEC, int MI, int BK>
+static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(const PwParams p) {
+  typedef PwShape<MI, BK> Sh;
+  extern __shared__ __align__(16) float smem[];
+  tc_grid_launch_dependents(); // pw_reduce_kernel (split K) may start; it waits for this kernel's end
+  const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int wm = (warp & 3) * 16 * MI, wn = (warp >> 2) * 32; // the warp's positions and channels in the tile
+
+  float acc[MI][4][4], corr[MI][4][4];
+#pragma unroll
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[i][j][e] = corr[i][j][e] = 0.0f;
+
+  PwCursor ld, cs; // the loads' step (PW_STAGES - 1 ahead) and the products'
+  pw_unit(ld, p, blockIdx.x);
+  pw_unit(cs, p, blockIdx.x);
+#pragma unroll
+  for (int s = 0; s < PW_STAGES - 1; s++) {
+    if (ld.u < p.units32) {
+      pw_load<VEC, MI, BK>(smem + s * Sh::STAGE, p, ld);
+      pw_next(ld, p);
+    }
+    tc_commit(); // (empty groups past the last step: the wait below counts groups)
+  }
+  int stage = 0, lstage = PW_STAGES - 1;
+  while (cs.u < p.units32) {
+    tc_wait<PW_STAGES - 2>(); // this step's chunk has landed (this thread's copies) ...
+    __syncthreads();          // ... and everyone's; the previous step's stage is free again
+    if (ld.u < p.units32) {
+      pw_load<VEC, MI, BK>(smem + lstage * Sh::STAGE, p, ld);
+      pw_next(ld, p);
+    }
+    tc_commit();
+    if (++lstage == PW_STAGES) lstage = 0;
+    const float *xsm = smem + stage * Sh::STAGE, *wsm = xsm + BK * Sh::XP;
+    if (++stage == PW_STAGES) stage = 0;
+    // the warp's n8 tiles that hold channels (a head's few channels: the others' products skipped)
+    const int64_t left = p.C_out - cs.co0 - wn;
+    const int jn = left >= 32 ? 4 : left <= 0 ? 0 : (int)(left + 7) / 8;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 8) {
+      if (jn == 0) break;
+      uint32_t ab[MI][4], as[MI][4];
+#pragma unroll
+      for (int i = 0; i < MI; i++) {
+        const float *a = xsm + (kk + t) * Sh::XP + wm + i * 16 + g; // A(m, k) = x row k, position m
+        pw_split<SPLIT>(a[0], ab[i][0], as[i][0]);
+        pw_split<SPLIT>(a[8], ab[i][1], as[i][1]);
+        pw_split<SPLIT>(a[4 * Sh::XP], ab[i][2], as[i][2]);
+        pw_split<SPLIT>(a[4 * Sh::XP + 8], ab[i][3], as[i][3]);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        if (j >= jn) break;
+        const float *bp = wsm + (wn + j * 8 + g) * Sh::WP + kk + t; // B(k, n) = w row n, channel k
+        uint32_t bb[2], bs[2];
+        pw_split<SPLIT>(bp[0], bb[0], bs[0]);
+        pw_split<SPLIT>(bp[4], bb[1], bs[1]);
+#pragma unroll
+        for (int i = 0; i < MI; i++) {
+          tc_mma(acc[i][j], ab[i], bb);
+          if (SPLIT) {
+            tc_mma(corr[i][j], ab[i], bs);
+            tc_mma(corr[i][j], as[i], bb);
+          }
+        }
+      }
+    }
+    if (cs.kc + 1 == cs.hi) { // the unit's last chunk: its values out, the sums back to zero
+      pw_store<SPLIT, MI>(p, cs, acc, corr);
+#pragma unroll
+      for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) acc[i][j][e] = corr[i][j][e] = 0.0f;
+    }
+    pw_next(cs, p);
+  }
+  tc_wait<0>();
+}
+
+// y = bias + the ksplit parts' sums, in part order (split K). (Measured against the parts summed
+// in the GEMM by each unit's last part, with counters zeroed by a memset: 512 -> 128 of (1, 512, 8,
+// 16, 16) tf32 0.0136 ms here, 0.0157 there.)
+static __global__ void pw_reduce_kernel(const float *ws, int64_t ksplit, int64_t ysize, const float *bias,
+                                        int64_t C_out, int64_t S, float *y) {
+  tc_grid_wait(); // the parts are written
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < ysize; i += (int64_t)gridDim.x * blockDim.x) {
+    float sum = 0.0f;
+    for (int64_t k = 0; k < ksplit; k++) sum += ws[k * ysize + i];
+    y[i] = bias ? sum + bias[i / S % C_out] : sum;
+  }
+}
+
+template <bool SPLIT, bool VEC, int MI, int BK>
+static int pw_launch(const PwParams &p, unsigned grid, cudaStream_t s, char *err) {
+  const char *op = "conv3d";
+  const size_t smem = (size_t)PW_STAGES * PwShape<MI, BK>::STAGE * sizeof(float);
+  static bool set = false; // (one attribute call per instantiation)
+  if (!set) {
+    CUDA_CHECK(cudaFuncSetAttribute(conv3d_pointwise_kernel<SPLIT, VEC, MI, BK>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    set = true;
+  }
+  conv3d_pointwise_kernel<SPLIT, VEC, MI, BK><<<grid, PW_THREADS, smem, s>>>(p);
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+// The plan: units of BM positions by PW_BN channels; where they are fewer than the SMs, C_in
+// split into parts of at least 4 chunks (128 channels), summed by pw_reduce_kernel in part order. A grid of at most 2 blocks an SM, each taking every gridDim-th
+// unit. VOLUA_PW=0: never this path, 1: wherever it applies; VOLUA_PW_KSPLIT=n forces n parts;
+// VOLUA_PW_GRID=n n blocks an SM, 0 a block a unit (all for measuring).
+extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const float *x, const float *w,
+                                           const float *b, float *y, volua_math_mode math, cudaStream_t s,
+                                           char *err) {
+  const char *op = "conv3d";
+  const char *pe = getenv("VOLUA_PW");
+  const bool off = pe && strcmp(pe, "0") == 0, force = pe && strcmp(pe, "1") == 0;
+  if (volua_cuda_fast_disabled() || off || g->groups != 1) return VOLUA_FAST_NOT_APPLICABLE;
+  for (int d = 0; d < 3; d++)
+    if (g->kernel[d] != 1 || g->stride[d] != 1 || g->pad_lo[d] != 0 || g->pad_hi[d] != 0 || g->out[d] != g->in[d])
+      return VOLUA_FAST_NOT_APPLICABLE;
+  PwParams p;
+  memset(&p, 0, sizeof p);
+  p.x = x, p.w = w, p.bias = b, p.y = y;
+  p.S = g->in[0] * g->in[1] * g->in[2];
+  p.C_in = g->C_in, p.C_out = g->C_out;
+  if (g->N <= 0 || p.S <= 0 || p.C_out <= 0 || p.C_in <= 0 || p.C_in > (1 << 30)) return VOLUA_FAST_NOT_APPLICABLE;
+  // the shape: math "tf32" 256 positions by 16 channels a stage where those tiles give every SM
+  // one (else 128 by 32, and more units), "fp32" (two accumulators: no registers for 256) 128 by 32.
+  // Measured (H200, tf32 ms, 256 against 128): 64 -> 256 of (2, 64, 16, 32, 32) 0.0224 against
+  // 0.0259, 64 -> 64 of (2, 64, 32, 64, 64) 0.0470 against 0.0519; but 256 -> 64 of (2, 256, 16,
+  // 32, 32) 0.0336 against 0.0226 (128 tiles of 256: K split, and a second launch).
+  // VOLUA_PW_BM=128|256 forces one in math "tf32" (for measuring).
+  const char *bme = getenv("VOLUA_PW_BM");
+  const int fbm = bme ? atoi(bme) : 0;
+  int sms = 0;
+  CUDA_CHECK(volua_sm_count(&sms));
+  const bool wide = math == VOLUA_MATH_TF32 &&
+                    (fbm == 256 || (fbm != 128 && g->N * ((p.S + 255) / 256) * ((p.C_out + PW_BN - 1) / PW_BN) >= sms));
+  p.bm = wide ? 256 : 128;
+  const int bk = wide ? 16 : 32;
+  p.ptiles = (p.S + p.bm - 1) / p.bm;
+  p.cblocks = (p.C_out + PW_BN - 1) / PW_BN;
+  p.kchunks = (p.C_in + bk - 1) / bk;
+  p.ysize = g->N * p.C_out * p.S;
+  if (p.ptiles > INT32_MAX || p.cblocks > INT32_MAX || g->N > INT32_MAX || g->N * p.ptiles > INT32_MAX / p.cblocks)
+    return VOLUA_FAST_NOT_APPLICABLE;
+  const int64_t units = g->N * p.ptiles * p.cblocks;
+  const int64_t resident = 2 * (int64_t)sms;
+  // The rule, measured on an H200 against conv3d_tc.cu's and conv3d_cl.cu's paths (bench/NOTES.md,
+  // fifteenth session; ms, PyTorch's in brackets): math "tf32" from 64 output channels (256 -> 64
+  // of (2, 256, 16, 32, 32) 0.0223 against 0.0390 [0.0253]; 64 -> 256 0.0282 against 0.0491
+  // [0.0426]; but 32 -> 2 of (1, 32, 128, 128, 128) 0.152 against 0.0975), and in both maths where
+  // the units are fewer than the SMs and C_in splits (K in parts here; 512 -> 128 of (1, 512, 8, 16, 16) tf32 0.0135
+  // against 0.0188 [0.0131], fp32 0.0167 against 0.0246). Elsewhere math "fp32" is faster on
+  // conv3d_tc.cu's path (three products a k-step here: 256 -> 64 0.0319 against 0.0306).
+  // VOLUA_PW=1: this path wherever it applies.
+  int64_t parts = units < sms ? (resident + units - 1) / units : 1;
+  if (parts > p.kchunks * bk / 128) parts = p.kchunks * bk / 128; // (parts of at least 128 channels)
+  if (!force && parts <= 1 && !(math == VOLUA_MATH_TF32 && p.C_out >= 64)) return VOLUA_FAST_NOT_APPLICABLE;
+  const char *ks = getenv("VOLUA_PW_KSPLIT");
+  if (ks && atoi(ks) >= 1) parts = atoi(ks);
+  if (parts > p.kchunks) parts = p.kchunks;
+  if (parts > 16) parts = 16;
+  if (parts < 1) parts = 1;
+  while (parts > 1 && parts * p.ysize * 4 > ((int64_t)1 << 28)) parts--; // the parts' copies: at most 256 MB
+  float *ws = NULL;
+  if (parts > 1) {
+    char merr[VOLUA_ERR_MAX];
+    if (volua_cuda_malloc(reinterpret_cast<void **>(&ws), parts * p.ysize * 4, merr)) {
+      (void)cudaGetLastError();
+      ws = NULL, parts = 1; // no memory for them: K whole
+    }
+  }
+  p.ksplit = parts;
+  p.units = units * parts;
+  if (parts > 1) p.y = ws, p.bias = NULL;
+  p.units32 = (unsigned)p.units, p.ksplit32 = (unsigned)parts, p.cblocks32 = (unsigned)p.cblocks;
+  p.ptiles32 = (unsigned)p.ptiles, p.kchunks32 = (unsigned)p.kchunks;
+  p.wvec = p.C_in % 4 == 0 && ((uintptr_t)w & 15) == 0;
+  int64_t blocks = resident;
+  const char *ge = getenv("VOLUA_PW_GRID"); // (measuring: 0 a block a unit, else that many blocks an SM)
+  if (ge) blocks = atoi(ge) > 0 ? atoi(ge) * (int64_t)sms : p.units;
+  if (blocks > INT32_MAX) blocks = INT32_MAX; // (the blocks take the rest in turn)
+  const unsigned grid = (unsigned)(p.units < blocks ? p.units : blocks);
+  // 16-byte copies of x need every row start 16-byte aligned: x itself and S a multiple of 4
+  const bool vec = p.S % 4 == 0 && ((uintptr_t)x & 15) == 0;
+  int rc;
+  if (math == VOLUA_MATH_TF32 && wide)
+    rc = vec ? pw_launch<false, true, 4, 16>(p, grid, s, err) : pw_launch<false, false, 4, 16>(p, grid, s, err);
+  else if (math == VOLUA_MATH_TF32)
+    rc = vec ? pw_launch<false, true, 2, 32>(p, grid, s, err) : pw_launch<false, false, 2, 32>(p, grid, s, err);
+  else
+    rc = vec ? pw_launch<true, true, 2, 32>(p, grid, s, err) : pw_launch<true, false, 2, 32>(p, grid, s, err);
+  if (rc == 0 && parts > 1) {
+    const int64_t want = (p.ysize + 255) / 256, most = 8 * (int64_t)sms;
+    const dim3 rgrid((unsigned)(want < most ? want : most));
+    cudaError_t e = cudaSuccess;
+    if (tc_pdl())
+      e = tc_launch_pdl(pw_reduce_kernel, rgrid, dim3(256), 0, s, (const float *)ws, p.ksplit, p.ysize, b, p.C_out, p.S, y);
+    else
+      pw_reduce_kernel<<<rgrid, 256, 0, s>>>(ws, p.ksplit, p.ysize, b, p.C_out, p.S, y);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) rc = volua_kernel_error(err, op, e, "pw_reduce_kernel", __FILE__, __LINE__);
+  }
+  volua_cuda_free(ws); // (stream-ordered: reused only by work queued after this call's)
+  if (rc == 0) volua_cuda_fast_note_call();
+  return rc;
+}
