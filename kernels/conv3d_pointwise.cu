@@ -1,8 +1,9 @@
 // conv3d_pointwise.cu: 1x1x1 convolutions (stride 1, no padding, groups 1) on the tensor cores, in
 // one kernel: for each sample, y (C_out, S) = w (C_out, C_in) x (C_in, S) + bias, S = D H W. The
-// input is read in its own layout (no channels-last copy, no weight preparation: the layers of
-// bottlenecks and heads are memory-bound, and those two steps cost the other paths a third of their
-// time here; bench/NOTES.md, fifteenth session).
+// input is read in its own layout, with no channels-last copy and no weight preparation. These
+// layers are memory-bound, and on 256 -> 64 of (2, 256, 16, 32, 32) the channels-last copy took
+// about half of conv3d_cl.cu's time and the weight preparation a sixth of conv3d_tc.cu's
+// (bench/NOTES.md, fifteenth session).
 //
 // A block computes BM positions of one sample by PW_BN output channels, walking C_in in chunks
 // of BK through a ring of PW_STAGES shared-memory stages filled by cp.async: x's chunk as BK
