@@ -1,6 +1,8 @@
 // conv3d.cu: direct 3D convolution with groups, stride, dilation, asymmetric padding and the four
 // padding modes; one output element per thread, accumulated in double (src/cpu/conv3d.c is the reference).
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common.cuh"
 #include "fast.h"
@@ -94,6 +96,19 @@ static int launch_conv3d(const volua_conv3d_geom *g, const float *x, const float
 
 // -- entry ----
 
+// conv3d_tc.cu's path, or where it declines a strided shape (its patch too large for shared
+// memory), the same as a stride-1 convolution after space-to-depth (conv3d_s2d.cu). VOLUA_S2D=1
+// tries the latter first (for the specs).
+static int conv3d_tc_or_s2d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
+                            volua_math_mode math, cudaStream_t s, char *err) {
+  const char *e = getenv("VOLUA_S2D");
+  const bool first = e && strcmp(e, "1") == 0;
+  int fast = first ? volua_cuda_conv3d_s2d(g, x, w, b, y, math, s, err) : VOLUA_FAST_NOT_APPLICABLE;
+  if (fast == VOLUA_FAST_NOT_APPLICABLE) fast = volua_cuda_conv3d_tc(g, x, w, b, y, math, s, err);
+  if (fast == VOLUA_FAST_NOT_APPLICABLE && !first) fast = volua_cuda_conv3d_s2d(g, x, w, b, y, math, s, err);
+  return fast;
+}
+
 extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                                  float *y, volua_math_mode math, cudaStream_t s, char *err) {
   // the fast paths first (kernels/fast.h); they decline shapes they do not cover. They read zero
@@ -103,14 +118,14 @@ extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, con
   if (fast != VOLUA_FAST_NOT_APPLICABLE) {
   } else if (g->padding_mode == VOLUA_PAD_ZEROS) {
     fast = volua_cuda_conv3d_depthwise(g, x, w, b, y, math, s, err);
-    if (fast == VOLUA_FAST_NOT_APPLICABLE) fast = volua_cuda_conv3d_tc(g, x, w, b, y, math, s, err);
+    if (fast == VOLUA_FAST_NOT_APPLICABLE) fast = conv3d_tc_or_s2d(g, x, w, b, y, math, s, err);
   } else if (!volua_cuda_fast_disabled()) {
     float *xp = NULL;
     volua_conv3d_geom pg;
     fast = volua_cuda_conv3d_pad(g, x, &xp, &pg, s, err);
     if (fast == 0) {
       fast = volua_cuda_conv3d_depthwise(&pg, xp, w, b, y, math, s, err);
-      if (fast == VOLUA_FAST_NOT_APPLICABLE) fast = volua_cuda_conv3d_tc(&pg, xp, w, b, y, math, s, err);
+      if (fast == VOLUA_FAST_NOT_APPLICABLE) fast = conv3d_tc_or_s2d(&pg, xp, w, b, y, math, s, err);
     }
     volua_cuda_free(xp); // (stream-ordered: reused only by work queued after this call's)
   }

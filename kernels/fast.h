@@ -41,6 +41,11 @@ int volua_cuda_conv_transpose3d_redo(const volua_conv_transpose3d_geom *g, const
  * compute capability the build has code for (mma.sync TF32). Tried first by conv3d.cu. */
 int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                                 float *y, volua_math_mode math, cudaStream_t s, char *err);
+/* conv3d_s2d.cu: strides above 1 (at most 8), dilation 1, padding_mode "zeros": space-to-depth
+ * copies of the input and weights, then conv3d_tc.cu's path at stride 1. Tried by conv3d.cu where
+ * conv3d_tc.cu declines. */
+int volua_cuda_conv3d_s2d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                          float *y, volua_math_mode math, cudaStream_t s, char *err);
 /* conv3d_depthwise.cu: groups > 1 with at most 2 input and 8 output channels per group (depthwise),
  * padding_mode "zeros"; tried before conv3d_tc.cu. */
 int volua_cuda_conv3d_depthwise(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,

@@ -217,7 +217,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
     end)
 
     -- 1x1x1, stride 1, no padding, groups 1: conv3d_pointwise.cu where its rule says (math "tf32" from
-    -- 64 output channels; few units, with K split, in both maths), else the paths above;
+    -- 64 output channels, "fp32" from 2^16 weights; few units, with K split, in both maths), else the paths above;
     -- scripts/gpu_check.sh runs this file again with VOLUA_PW=1 (all here), 0 (none) and K in 3 parts)
     it("conv3d: 1x1x1 (conv3d_pointwise.cu)", function()
       local cases = {
@@ -231,8 +231,21 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 2, cin = 8, cout = 70, size = {16, 32, 40}, k = 1, bias = true},  -- 640 units: blocks take several, of one chunk
         {n = 1, cin = 512, cout = 64, size = {2, 4, 8}, k = 1, bias = true},   -- one unit: K in 4 parts
         {n = 1, cin = 300, cout = 40, size = {3, 3, 5}, k = 1, specials = 6},  -- 10 chunks in 2 parts; NaN, infinities
+        {n = 2, cin = 256, cout = 256, size = {4, 14, 40}, k = 1, bias = true}, -- 2^16 weights: math "fp32" here too, K whole
       }
       run_cases(mode, cases, 7500, "c")
+    end)
+
+    -- strided convolutions whose input patch does not fit conv3d_tc.cu's shared memory (7x7x7
+    -- stride-2 stems over wide rows) go through space-to-depth (conv3d_s2d.cu); before it they fell
+    -- to the direct kernel, 50x slower than PyTorch. scripts/gpu_check.sh runs this file again with
+    -- VOLUA_S2D=1 (every strided case with dilation 1 that way)
+    it("conv3d: strided stems too wide for the patch (conv3d_s2d.cu)", function()
+      local cases = {
+        {n = 1, cin = 3, cout = 64, size = {9, 20, 230}, k = 7, stride = 2, padding = 3, bias = true},
+        {n = 2, cin = 2, cout = 24, size = {7, 6, 250}, k = {5, 7, 7}, stride = {1, 2, 2}, padding = {2, 3, 3}},
+      }
+      run_cases(mode, cases, 7800, "c")
     end)
 
     it("conv3d and conv3d_group_norm_mean with reflect, replicate and circular padding (a padded copy)", function()
