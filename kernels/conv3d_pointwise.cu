@@ -321,12 +321,17 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   // of (2, 256, 16, 32, 32) 0.0223 against 0.0390 [0.0253]; 64 -> 256 0.0282 against 0.0491
   // [0.0426]; but 32 -> 2 of (1, 32, 128, 128, 128) 0.152 against 0.0975), and in both maths where
   // the units are fewer than the SMs and C_in splits (K in parts here; 512 -> 128 of (1, 512, 8, 16, 16) tf32 0.0135
-  // against 0.0188 [0.0131], fp32 0.0167 against 0.0246). Elsewhere math "fp32" is faster on
-  // conv3d_tc.cu's path (three products a k-step here: 256 -> 64 0.0319 against 0.0306).
-  // VOLUA_PW=1: this path wherever it applies.
-  int64_t parts = units < sms ? (resident + units - 1) / units : 1;
+  // against 0.0188 [0.0131], fp32 0.0167 against 0.0246). Math "fp32" also from 2^16 weights
+  // (256 -> 1024 of (2, 256, 8, 14, 14) 0.0530 against 0.0856 [TF32 off: 0.0726]; conv3d_tc.cu
+  // prepares the weights and reads x once per 64 channels); below, it is faster on conv3d_tc.cu's
+  // path (three products a k-step here: 256 -> 64 0.0319 against 0.0306, 64 -> 64 of (2, 64, 32,
+  // 64, 64) 0.0795 against 0.0647). VOLUA_PW=1: this path wherever it applies.
+  // (parts: as many as the resident blocks hold, so that no second, partial wave waits on the
+  // first: 1024 -> 256 of (2, 1024, 8, 14, 14), 104 units, took 0.0395 ms in 3 parts, 0.0355 in 2)
+  int64_t parts = units < sms ? resident / units : 1;
   if (parts > p.kchunks * bk / 128) parts = p.kchunks * bk / 128; // (parts of at least 128 channels)
-  if (!force && parts <= 1 && !(math == VOLUA_MATH_TF32 && p.C_out >= 64)) return VOLUA_FAST_NOT_APPLICABLE;
+  const bool taken = parts > 1 || (math == VOLUA_MATH_TF32 ? p.C_out >= 64 : p.C_in * p.C_out >= (1 << 16));
+  if (!force && !taken) return VOLUA_FAST_NOT_APPLICABLE;
   const char *ks = getenv("VOLUA_PW_KSPLIT");
   if (ks && atoi(ks) >= 1) parts = atoi(ks);
   if (parts > p.kchunks) parts = p.kchunks;
