@@ -10,11 +10,13 @@
 // -- kernel ----
 
 // Threads of a warp share (n, co) and walk consecutive ow: the weight loads are broadcasts and
-// the input loads are (for stride 1) coalesced.
+// the input loads are (for stride 1) coalesced. gate: NULL, or a device flag; unless it holds
+// `stamp` the kernel writes nothing (volua_cuda_conv3d_redo).
 template <bool TF32>
 static __global__ void conv3d_direct_kernel(volua_conv3d_geom g, const float *__restrict__ x,
                                             const float *__restrict__ w, const float *__restrict__ b,
-                                            float *__restrict__ y) {
+                                            float *__restrict__ y, const int *gate, int stamp) {
+  if (gate && *gate != stamp) return;
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t total = g.N * g.C_out * OD * OH * OW;
   VOLUA_GRID_LOOP(i, total) {
@@ -82,16 +84,29 @@ extern "C" int volua_cuda_conv3d_pad(const volua_conv3d_geom *g, const float *x,
 // math: "fp32" multiplies float32 operands exactly (double accumulation); "tf32" first rounds
 // the operands to TF32, as a tensor core would.
 static int launch_conv3d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
-                         volua_math_mode math, cudaStream_t s, char *err) {
+                         volua_math_mode math, const int *gate, int stamp, cudaStream_t s, char *err) {
   const char *op = "conv3d";
   const int64_t total = g->N * g->C_out * g->out[0] * g->out[1] * g->out[2];
   if (total <= 0) return 0;
+  // gated: a few blocks per SM (the usual grid would spend its launch on blocks that only read the gate)
+  unsigned grid = volua_grid_for(total, VOLUA_THREADS);
+  if (gate) {
+    int sms = 0;
+    CUDA_CHECK(volua_sm_count(&sms));
+    if ((int64_t)grid > 2 * (int64_t)sms) grid = (unsigned)(2 * sms);
+  }
   if (math == VOLUA_MATH_TF32)
-    conv3d_direct_kernel<true><<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+    conv3d_direct_kernel<true><<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
   else
-    conv3d_direct_kernel<false><<<volua_grid_for(total, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, x, w, b, y);
+    conv3d_direct_kernel<false><<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
   CUDA_CHECK_LAUNCH();
   return 0;
+}
+
+extern "C" int volua_cuda_conv3d_redo(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                                      float *y, volua_math_mode math, const int *flag, int stamp, cudaStream_t s,
+                                      char *err) {
+  return launch_conv3d(g, x, w, b, y, math, flag, stamp, s, err);
 }
 
 // -- entry ----
@@ -130,5 +145,5 @@ extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, con
     volua_cuda_free(xp); // (stream-ordered: reused only by work queued after this call's)
   }
   if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
-  return launch_conv3d(g, x, w, b, y, math, s, err);
+  return launch_conv3d(g, x, w, b, y, math, NULL, 0, s, err);
 }

@@ -7,7 +7,10 @@
 // k sw + qw] (L: the padded extent, zeros past it), and the weights w2 (C_out, C_in/groups P,
 // ceil(k / s)) with w2[o, c P + q, a, b, e] = w[o, c, a sd + qd, b sh + qh, e sw + qw] (zero past
 // k). Then y[o] = sum over taps t of xpad[o s + t] w[t] = sum over (a, q) of x2[q][o + a] w2[q][a]:
-// the same products, in another order, plus products with zero weights. A group's channels stay
+// the same products, in another order, plus products with zero weights. Those meet inputs outside an
+// output's window, and 0 x inf or 0 x NaN is NaN: the input copy stamps a device flag where it
+// finds a value that is not finite, and the direct kernel then redoes the output, gated on the
+// device by the flag (as conv_transpose3d_tc.cu's every-phase GEMM). A group's channels stay
 // contiguous (c P + q). Dilation 1 only. The kernel grows to ceil(k / s) s per dimension: 7 -> 8 at
 // stride 2, (8/7)^3 = 1.49 times the products of a 7x7x7 stem.
 #include <stdint.h>
@@ -17,9 +20,10 @@
 #include "common.cuh"
 #include "fast.h"
 
-// x2 from x (zero padding as g's), one element a thread (grid-stride).
+// x2 from x (zero padding as g's), one element a thread (grid-stride); *flag = stamp where a value
+// is not finite.
 static __global__ void s2d_input_kernel(volua_conv3d_geom g, volua_conv3d_geom g2, const float *__restrict__ x,
-                                        float *__restrict__ x2) {
+                                        float *__restrict__ x2, int *flag, int stamp) {
   const int64_t sd = g.stride[0], sh = g.stride[1], sw = g.stride[2], P = sd * sh * sw;
   const int64_t total = g2.N * g2.C_in * g2.in[0] * g2.in[1] * g2.in[2];
   VOLUA_GRID_LOOP(i, total) {
@@ -27,7 +31,9 @@ static __global__ void s2d_input_kernel(volua_conv3d_geom g, volua_conv3d_geom g
     const int64_t c = o.c / P, q = o.c - c * P, qw = q % sw, qh = q / sw % sh, qd = q / (sw * sh);
     const int64_t d = o.d * sd + qd - g.pad_lo[0], h = o.h * sh + qh - g.pad_lo[1], w = o.w * sw + qw - g.pad_lo[2];
     const bool in = d >= 0 && d < g.in[0] && h >= 0 && h < g.in[1] && w >= 0 && w < g.in[2];
-    x2[i] = in ? x[(((o.n * g.C_in + c) * g.in[0] + d) * g.in[1] + h) * g.in[2] + w] : 0.0f;
+    const float v = in ? x[(((o.n * g.C_in + c) * g.in[0] + d) * g.in[1] + h) * g.in[2] + w] : 0.0f;
+    if (!isfinite(v)) *flag = stamp;
+    x2[i] = v;
   }
 }
 
@@ -75,6 +81,24 @@ extern "C" int volua_cuda_conv3d_s2d(const volua_conv3d_geom *g, const float *x,
     xn *= g2.in[d];
     wn *= g2.kernel[d];
   }
+  // the non-finite flag: one int kept for the process, cleared once; each call writes its own stamp
+  static int *flag = NULL;
+  static int stamp = 0;
+  if (!flag) {
+    char ferr[VOLUA_ERR_MAX];
+    if (volua_cuda_malloc(reinterpret_cast<void **>(&flag), sizeof(int), ferr)) {
+      (void)cudaGetLastError();
+      flag = NULL;
+      return VOLUA_FAST_NOT_APPLICABLE;
+    }
+    const cudaError_t me = cudaMemsetAsync(flag, 0, sizeof(int), s);
+    if (me != cudaSuccess) {
+      volua_cuda_free(flag);
+      flag = NULL;
+      return volua_kernel_error(err, op, me, "cudaMemsetAsync", __FILE__, __LINE__);
+    }
+  }
+  stamp = stamp == INT32_MAX ? 1 : stamp + 1;
   float *x2 = NULL, *w2 = NULL;
   char merr[VOLUA_ERR_MAX];
   if (volua_cuda_malloc((void **)&x2, xn * (int64_t)sizeof(float), merr) ||
@@ -84,7 +108,7 @@ extern "C" int volua_cuda_conv3d_s2d(const volua_conv3d_geom *g, const float *x,
     return VOLUA_FAST_NOT_APPLICABLE;
   }
   int rc = 0;
-  s2d_input_kernel<<<volua_grid_for(xn, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, g2, x, x2);
+  s2d_input_kernel<<<volua_grid_for(xn, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, g2, x, x2, flag, stamp);
   cudaError_t le = cudaGetLastError();
   if (le == cudaSuccess) {
     s2d_weight_kernel<<<volua_grid_for(wn, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, g2, w, w2);
@@ -94,6 +118,7 @@ extern "C" int volua_cuda_conv3d_s2d(const volua_conv3d_geom *g, const float *x,
     rc = volua_kernel_error(err, op, le, "s2d copies", __FILE__, __LINE__);
   else
     rc = volua_cuda_conv3d_tc(&g2, x2, w2, b, y, math, s, err);
+  if (rc == 0) rc = volua_cuda_conv3d_redo(g, x, w, b, y, math, flag, stamp, s, err); // (gated: see the top)
   volua_cuda_free(x2); // (stream-ordered: reused only by work queued after this call's)
   volua_cuda_free(w2);
   return rc;

@@ -46,6 +46,10 @@ int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const float *x, cons
  * conv3d_tc.cu declines. */
 int volua_cuda_conv3d_s2d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                           float *y, volua_math_mode math, cudaStream_t s, char *err);
+/* conv3d.cu: the whole output again by the direct kernel, where the device flag *flag holds `stamp`
+ * when the launch runs (conv3d_s2d.cu's copy met a non-finite input). */
+int volua_cuda_conv3d_redo(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
+                           volua_math_mode math, const int *flag, int stamp, cudaStream_t s, char *err);
 /* conv3d_depthwise.cu: groups > 1 with at most 2 input and 8 output channels per group (depthwise),
  * padding_mode "zeros"; tried before conv3d_tc.cu. */
 int volua_cuda_conv3d_depthwise(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
