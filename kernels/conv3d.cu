@@ -130,8 +130,8 @@ extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, con
   // padding only: with another padding mode they get a padded copy of the input (F.pad, as PyTorch).
   // 1x1x1 without padding first (conv3d_pointwise.cu; no padding: any padding_mode)
   int fast = volua_cuda_conv3d_pointwise(g, x, w, b, y, math, s, err);
-  if (fast != VOLUA_FAST_NOT_APPLICABLE) {
-  } else if (g->padding_mode == VOLUA_PAD_ZEROS) {
+  if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
+  if (g->padding_mode == VOLUA_PAD_ZEROS) {
     fast = volua_cuda_conv3d_depthwise(g, x, w, b, y, math, s, err);
     if (fast == VOLUA_FAST_NOT_APPLICABLE) fast = conv3d_tc_or_s2d(g, x, w, b, y, math, s, err);
   } else if (!volua_cuda_fast_disabled()) {

@@ -13,7 +13,7 @@
 // mma.sync m16n8k8 (TF32), A (positions x channels) read from the x rows, B from the w rows. Math
 // "tf32": the raw float bits, which the tensor core truncates to TF32 (as conv3d_tc.cu); math
 // "fp32": each operand split into a TF32 big part and the rest, three products (big big, big small,
-// small big), the small ones in a second accumulator joined at the end (pw_join: an infinite sum
+// small big), the small ones in a second accumulator joined at the end (tc_join: an infinite sum
 // keeps its value). The output goes straight from the accumulators: lanes g = 0..7 of a fragment
 // hold 8 consecutive positions of one channel, 32 bytes a store.
 #include <stdint.h>
@@ -121,8 +121,15 @@ __device__ __forceinline__ void pw_load(float *st, const PwParams &p, const PwCu
   }
 }
 
-// a value from its big sum and the small products' sum: an infinite (or NaN) big sum is the value
-__device__ __forceinline__ float pw_join(float big, float small) { return fabsf(big) < INFINITY ? big + small : big; }
+// both accumulators to zero (at the start, and after each unit's stores)
+template <int MI> __device__ __forceinline__ void pw_zero(float (&acc)[MI][4][4], float (&corr)[MI][4][4]) {
+#pragma unroll
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[i][j][e] = corr[i][j][e] = 0.0f;
+}
 
 // an operand's TF32 big part (truncation, as the tensor core reads raw bits) and, for SPLIT, the rest
 template <bool SPLIT> __device__ __forceinline__ void pw_split(float v, uint32_t &big, uint32_t &small) {
@@ -155,7 +162,7 @@ __device__ __forceinline__ void pw_store(const PwParams &p, const PwCursor &c, f
 #pragma unroll
         for (int h = 0; h < 2; h++) {
           const int64_t pos = c.p0 + wm + i * 16 + h * 8 + g;
-          const float v = SPLIT ? pw_join(acc[i][j][2 * h + e], corr[i][j][2 * h + e]) : acc[i][j][2 * h + e];
+          const float v = SPLIT ? tc_join(acc[i][j][2 * h + e], corr[i][j][2 * h + e]) : acc[i][j][2 * h + e];
           if (pos < p.S) yc[pos] = v + bias;
         }
     }
@@ -170,12 +177,7 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
   const int wm = (warp & 3) * 16 * MI, wn = (warp >> 2) * 32; // the warp's positions and channels in the tile
 
   float acc[MI][4][4], corr[MI][4][4];
-#pragma unroll
-  for (int i = 0; i < MI; i++)
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) acc[i][j][e] = corr[i][j][e] = 0.0f;
+  pw_zero<MI>(acc, corr);
 
   PwCursor ld, cs; // the loads' step (PW_STAGES - 1 ahead) and the products'
   pw_unit(ld, p, blockIdx.x);
@@ -234,12 +236,7 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
     }
     if (cs.kc + 1 == cs.hi) { // the unit's last chunk: its values out, the sums back to zero
       pw_store<SPLIT, MI>(p, cs, acc, corr);
-#pragma unroll
-      for (int i = 0; i < MI; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) acc[i][j][e] = corr[i][j][e] = 0.0f;
+      pw_zero<MI>(acc, corr);
     }
     pw_next(cs, p);
   }

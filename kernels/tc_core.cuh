@@ -316,12 +316,7 @@ TC_DEVICE void tc_stage_patch(const Params &p, float *buf, int64_t T, int chunk,
     tc_stage_rows<int64_t>(p, buf, xn, chunk, rows, id0, ih0, tid, nth);
 }
 
-// Math "fp32": a value from its big products and its small ones. An infinite input has a small
-// part of NaN (inf - inf), which reaches corr; but every output it reaches has a big sum that is
-// infinite or NaN too (inf times a nonzero weight, or NaN), and that sum is then the value, as a
-// float accumulation would give it. So the k-loop needs no check per element (it had a compare and a
-// select for each A value: about a fifth of the split k-loop's instructions).
-TC_DEVICE float tc_join(float big, float small) { return fabsf(big) < INFINITY ? big + small : big; }
+// (tc_join, math "fp32"'s big and small sums joined: tc_prims.cuh)
 
 // A k-step's A fragments for the thread's WM m16 tiles (both k-loops): the patch values at row
 // offsets ro[i][h] (bytes) plus the step's K offsets kk (x: column t, y: column t + 4), in mma's

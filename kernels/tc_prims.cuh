@@ -6,6 +6,7 @@
 #ifndef VOLUA_KERNELS_TC_PRIMS_CUH
 #define VOLUA_KERNELS_TC_PRIMS_CUH
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -632,5 +633,14 @@ static inline int tc_launch_pdl(void (*kernel)(P...), tc_dim3 grid, tc_dim3 bloc
 }
 
 #endif
+
+// -- on both ----
+
+// Math "fp32": a value from its big products and its small ones. An infinite input has a small
+// part of NaN (inf - inf), which reaches corr; but every output it reaches has a big sum that is
+// infinite or NaN too (inf times a nonzero weight, or NaN), and that sum is then the value, as a
+// float accumulation would give it. So the k-loop needs no check per element (it had a compare and a
+// select for each A value: about a fifth of the split k-loop's instructions).
+TC_DEVICE float tc_join(float big, float small) { return fabsf(big) < INFINITY ? big + small : big; }
 
 #endif
