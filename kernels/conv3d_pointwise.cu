@@ -16,24 +16,32 @@
 // small big), the small ones in a second accumulator joined at the end (tc_join: an infinite sum
 // keeps its value). The output goes straight from the accumulators: lanes g = 0..7 of a fragment
 // hold 8 consecutive positions of one channel, 32 bytes a store.
+// conv3d_pointwise_wg_kernel: math "tf32" from 2^16 weights on Hopper, the same loads and stores
+// with wgmma's 64 x 64 x 8 products (A from registers, w from the stage) in place of mma.sync.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
 #include "fast.h"
-#include "tc_prims.cuh"
+#include "tc_core.cuh" // (tc_get_env: whether the sm_90a code, with wgmma, runs here)
 
 #define PW_BN 64 // output channels a block
 #define PW_STAGES 4
 #define PW_THREADS 256
 
-// A block's shape: 64 MI positions (each warp 16 MI of them by 32 channels: MI m16 tiles by four
-// n8 tiles) and BK input channels a stage. x rows' pitch XP and w rows' pitch WP put the A loads
-// (rows t, columns g) and the B loads (rows g, columns t) in 32 banks.
-template <int MI, int BK> struct PwShape {
-  static const int BM = 64 * MI, XP = BM + 8, WP = BK + 4, STAGE = BK * XP + PW_BN * WP; // (floats)
+// A stage's shape: BM positions by BK input channels of x, and BN output channels by BK of w.
+// x rows' pitch XP puts the A loads (rows t, columns g) in 32 banks. w: for mma.sync (WG false) rows
+// of pitch WP, which puts the B loads (rows g, columns t) in 32 banks; for wgmma (WG) each k-step's
+// BN x 8 in the core-matrix layout the descriptor names (tc_wg_index), BN * 8 floats a k-step.
+template <int BM_, int BK_, int BN_, bool WG_> struct PwTile {
+  static const int BM = BM_, BK = BK_, BN = BN_, XP = BM + 8, WP = WG_ ? BK : BK + 4;
+  static const int STAGE = BK * XP + BN * WP; // (floats)
+  static const bool WG = WG_;
 };
+// the mma.sync kernel's: 64 MI positions (each warp 16 MI of them by 32 channels: MI m16 tiles by
+// four n8 tiles) by PW_BN channels
+template <int MI, int BK> struct PwShape : PwTile<64 * MI, BK, PW_BN, false> {};
 
 struct PwParams {
   const float *x, *w, *bias; // bias: NULL for none (and with ksplit > 1: added by pw_reduce_kernel)
@@ -78,9 +86,9 @@ __device__ __forceinline__ void pw_next(PwCursor &c, const PwParams &p) {
 // Stage `st` <- the cursor's chunk of x's rows (channels) and w's columns. VEC: 16-byte copies of x
 // (S a multiple of 4: a row's 4-position groups are whole or wholly past S); else 4-byte copies.
 // Out-of-range elements (past C_in, S or C_out) are filled with zeros.
-template <bool VEC, int MI, int BK>
+template <bool VEC, class Sh>
 __device__ __forceinline__ void pw_load(float *st, const PwParams &p, const PwCursor &c) {
-  typedef PwShape<MI, BK> Sh;
+  const int BK = Sh::BK, BN = Sh::BN;
   const int tid = (int)threadIdx.x;
   const float *xs = p.x + c.n * p.C_in * p.S;
   const int64_t p0 = c.p0, co0 = c.co0, k0 = (int64_t)c.kc * BK;
@@ -104,29 +112,33 @@ __device__ __forceinline__ void pw_load(float *st, const PwParams &p, const PwCu
   }
   if (p.wvec) {
 #pragma unroll
-    for (int j = 0; j < PW_BN * BK / 4 / PW_THREADS; j++) {
-      const int c = tid + j * PW_THREADS, row = c / (BK / 4), col = (c % (BK / 4)) * 4;
+    for (int j = 0; j < BN * BK / 4 / PW_THREADS; j++) {
+      const int c = tid + j * PW_THREADS;
+      // wgmma's layout: thread pairs take a row's 32 bytes (one sector), a quarter-warp four rows
+      // (16-byte runs 128 bytes apart: two-way bank conflicts, against eight for row-major order)
+      const int row = Sh::WG ? (c >> 1) % BN : c / (BK / 4);
+      const int col = Sh::WG ? ((c & 1) + 2 * (c / (2 * BN))) * 4 : (c % (BK / 4)) * 4;
       const bool ok = co0 + row < p.C_out && k0 + col < p.C_in;
       const float *src = ok ? p.w + (co0 + row) * p.C_in + k0 + col : p.w;
-      tc_cp16z(wsm + row * Sh::WP + col, src, ok);
+      tc_cp16z(wsm + (Sh::WG ? (col >> 3) * BN * 8 + tc_wg_index(row, col & 7) : row * Sh::WP + col), src, ok);
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < PW_BN * BK / PW_THREADS; j++) {
+    for (int j = 0; j < BN * BK / PW_THREADS; j++) {
       const int c = tid + j * PW_THREADS, row = c / BK, col = c % BK;
       const bool ok = co0 + row < p.C_out && k0 + col < p.C_in;
       const float *src = ok ? p.w + (co0 + row) * p.C_in + k0 + col : p.w;
-      tc_cp4(wsm + row * Sh::WP + col, src, ok);
+      tc_cp4(wsm + (Sh::WG ? (col >> 3) * BN * 8 + tc_wg_index(row, col & 7) : row * Sh::WP + col), src, ok);
     }
   }
 }
 
 // both accumulators to zero (at the start, and after each unit's stores)
-template <int MI> __device__ __forceinline__ void pw_zero(float (&acc)[MI][4][4], float (&corr)[MI][4][4]) {
+template <int MI, int NJ> __device__ __forceinline__ void pw_zero(float (&acc)[MI][NJ][4], float (&corr)[MI][NJ][4]) {
 #pragma unroll
   for (int i = 0; i < MI; i++)
 #pragma unroll
-    for (int j = 0; j < 4; j++)
+    for (int j = 0; j < NJ; j++)
 #pragma unroll
       for (int e = 0; e < 4; e++) acc[i][j][e] = corr[i][j][e] = 0.0f;
 }
@@ -141,16 +153,16 @@ template <bool SPLIT> __device__ __forceinline__ void pw_split(float v, uint32_t
   }
 }
 
-// The thread's values of the warp's 16 MI x 32 (positions x channels) to y (or the part's copy):
-// fragment (i, j), e 0, 1 at position row g, channels 2t, 2t + 1; e 2, 3 at row g + 8.
-template <bool SPLIT, int MI>
-__device__ __forceinline__ void pw_store(const PwParams &p, const PwCursor &c, float (&acc)[MI][4][4],
-                                         float (&corr)[MI][4][4]) {
-  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int wm = (warp & 3) * 16 * MI, wn = (warp >> 2) * 32;
+// The thread's values of the warp's MI m16 tiles by NJ n8 tiles to y (or the part's copy): tile i
+// at positions wm + IS i of the block's, n8 tile j at channels wn + 8 j; fragment (i, j), e 0, 1 at
+// position row g, channels 2t, 2t + 1; e 2, 3 at row g + 8.
+template <bool SPLIT, int MI, int NJ, int IS>
+__device__ __forceinline__ void pw_store(const PwParams &p, const PwCursor &c, float (&acc)[MI][NJ][4],
+                                         float (&corr)[MI][NJ][4], int wm, int wn) {
+  const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   float *yn = p.y + (p.ksplit > 1 ? c.part * p.ysize : 0) + c.n * p.C_out * p.S;
 #pragma unroll
-  for (int j = 0; j < 4; j++)
+  for (int j = 0; j < NJ; j++)
 #pragma unroll
     for (int e = 0; e < 2; e++) {
       const int64_t co = c.co0 + wn + j * 8 + 2 * t + e;
@@ -161,7 +173,7 @@ __device__ __forceinline__ void pw_store(const PwParams &p, const PwCursor &c, f
       for (int i = 0; i < MI; i++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-          const int64_t pos = c.p0 + wm + i * 16 + h * 8 + g;
+          const int64_t pos = c.p0 + wm + i * IS + h * 8 + g;
           const float v = SPLIT ? tc_join(acc[i][j][2 * h + e], corr[i][j][2 * h + e]) : acc[i][j][2 * h + e];
           if (pos < p.S) yc[pos] = v + bias;
         }
@@ -177,7 +189,7 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
   const int wm = (warp & 3) * 16 * MI, wn = (warp >> 2) * 32; // the warp's positions and channels in the tile
 
   float acc[MI][4][4], corr[MI][4][4];
-  pw_zero<MI>(acc, corr);
+  pw_zero<MI, 4>(acc, corr);
 
   PwCursor ld, cs; // the loads' step (PW_STAGES - 1 ahead) and the products'
   pw_unit(ld, p, blockIdx.x);
@@ -185,7 +197,7 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
 #pragma unroll
   for (int s = 0; s < PW_STAGES - 1; s++) {
     if (ld.u < p.units32) {
-      pw_load<VEC, MI, BK>(smem + s * Sh::STAGE, p, ld);
+      pw_load<VEC, Sh>(smem + s * Sh::STAGE, p, ld);
       pw_next(ld, p);
     }
     tc_commit(); // (empty groups past the last step: the wait below counts groups)
@@ -195,7 +207,7 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
     tc_wait<PW_STAGES - 2>(); // this step's chunk has landed (this thread's copies) ...
     __syncthreads();          // ... and everyone's; the previous step's stage is free again
     if (ld.u < p.units32) {
-      pw_load<VEC, MI, BK>(smem + lstage * Sh::STAGE, p, ld);
+      pw_load<VEC, Sh>(smem + lstage * Sh::STAGE, p, ld);
       pw_next(ld, p);
     }
     tc_commit();
@@ -235,11 +247,85 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
       }
     }
     if (cs.kc + 1 == cs.hi) { // the unit's last chunk: its values out, the sums back to zero
-      pw_store<SPLIT, MI>(p, cs, acc, corr);
-      pw_zero<MI>(acc, corr);
+      pw_store<SPLIT, MI, 4, 16>(p, cs, acc, corr, wm, wn);
+      pw_zero<MI, 4>(acc, corr);
     }
     pw_next(cs, p);
   }
+  tc_wait<0>();
+}
+
+// The same on wgmma (math "tf32", sm_90a): warpgroup q (warps 4q..4q+3) takes positions q BM / 2 ...
+// of the tile, MW m64 tiles of them, by all BN channels: per k-step and tile one 64 x BN x 8 product,
+// A (positions x channels) from registers, loaded from the x rows as mma.sync's fragments (warp w of
+// the group holding rows 16w.., so that D is in mma.sync's C order, as pw_store reads it), B (w) read
+// by the tensor core from the stage. A k-step's loads overlap the previous one's products (two
+// register sets, wait<1>). The products stay in flight across the barrier: the loads run NS - 2
+// steps ahead, so that the stage refilled at step s is step s - 2's, whose products the first
+// wait<1> of step s - 1 saw done (a ring of NS stages, NS - 2 of them loading).
+template <bool VEC, int MW, int BK, int NS>
+static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_wg_kernel(const PwParams p) {
+  const int BN = PW_BN;
+  typedef PwTile<128 * MW, BK, BN, true> Sh;
+  extern __shared__ __align__(16) float smem[];
+  tc_grid_launch_dependents(); // as conv3d_pointwise_kernel
+  const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int wm = (warp >> 2) * (Sh::BM / 2) + (warp & 3) * 16; // the warp's first row in the tile
+
+  float acc[MW][BN / 8][4];
+  pw_zero<MW, BN / 8>(acc, acc);
+
+  PwCursor ld, cs;
+  pw_unit(ld, p, blockIdx.x);
+  pw_unit(cs, p, blockIdx.x);
+#pragma unroll
+  for (int s = 0; s < NS - 2; s++) {
+    if (ld.u < p.units32) {
+      pw_load<VEC, Sh>(smem + s * Sh::STAGE, p, ld);
+      pw_next(ld, p);
+    }
+    tc_commit();
+  }
+  int stage = 0, lstage = NS - 2;
+  while (cs.u < p.units32) {
+    tc_wait<NS - 3>();       // this step's chunk has landed (this thread's copies) ...
+    tc_fence_proxy_async();  // ... where the tensor core reads it ...
+    __syncthreads();         // ... and everyone's
+    if (ld.u < p.units32) {
+      pw_load<VEC, Sh>(smem + lstage * Sh::STAGE, p, ld);
+      pw_next(ld, p);
+    }
+    tc_commit();
+    if (++lstage == NS) lstage = 0;
+    const float *xsm = smem + stage * Sh::STAGE, *wsm = xsm + BK * Sh::XP;
+    if (++stage == NS) stage = 0;
+    uint32_t a[2][MW][4];
+#pragma unroll
+    for (int ks = 0; ks < BK / 8; ks++) {
+      uint32_t(&ar)[MW][4] = a[ks & 1];
+#pragma unroll
+      for (int i = 0; i < MW; i++) {
+        const float *x0 = xsm + (ks * 8 + t) * Sh::XP + wm + i * 64 + g; // A(m, k) = x row k, position m
+        ar[i][0] = __float_as_uint(x0[0]);
+        ar[i][1] = __float_as_uint(x0[8]);
+        ar[i][2] = __float_as_uint(x0[4 * Sh::XP]);
+        ar[i][3] = __float_as_uint(x0[4 * Sh::XP + 8]);
+      }
+      tc_wg_fence();
+      const tc_wg_ref b = tc_wg_make(wsm + ks * 8 * BN);
+#pragma unroll
+      for (int i = 0; i < MW; i++) tc_wg_mma<BN / 8>(acc[i], ar[i], b);
+      tc_wg_commit();
+      tc_wg_wait<1>(); // the step before's products are done: its register set is free
+    }
+    if (cs.kc + 1 == cs.hi) { // the unit's last chunk: its values out, the sums back to zero
+      tc_wg_wait<0>();
+      pw_store<false, MW, BN / 8, 64>(p, cs, acc, acc, wm, 0);
+      pw_zero<MW, BN / 8>(acc, acc);
+    }
+    pw_next(cs, p);
+  }
+  tc_wg_wait<0>();
   tc_wait<0>();
 }
 
@@ -267,6 +353,21 @@ static int pw_launch(const PwParams &p, unsigned grid, cudaStream_t s, char *err
     set = true;
   }
   conv3d_pointwise_kernel<SPLIT, VEC, MI, BK><<<grid, PW_THREADS, smem, s>>>(p);
+  CUDA_CHECK_LAUNCH();
+  return 0;
+}
+
+template <bool VEC, int MW, int BK, int NS>
+static int pw_launch_wg(const PwParams &p, unsigned grid, cudaStream_t s, char *err) {
+  const char *op = "conv3d";
+  const size_t smem = (size_t)NS * PwTile<128 * MW, BK, PW_BN, true>::STAGE * sizeof(float);
+  static bool set = false;
+  if (!set) {
+    CUDA_CHECK(cudaFuncSetAttribute(conv3d_pointwise_wg_kernel<VEC, MW, BK, NS>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    set = true;
+  }
+  conv3d_pointwise_wg_kernel<VEC, MW, BK, NS><<<grid, PW_THREADS, smem, s>>>(p);
   CUDA_CHECK_LAUNCH();
   return 0;
 }
@@ -301,10 +402,22 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   const int fbm = bme ? atoi(bme) : 0;
   int sms = 0;
   CUDA_CHECK(volua_sm_count(&sms));
+  // Math "tf32" on wgmma (conv3d_pointwise_wg_kernel) from 2^16 weights, where the sm_90a code runs.
+  // Measured on an H200 (sixteenth session, run s16r23; ms, mma.sync's and PyTorch's in brackets):
+  // 256 -> 1024 of (2, 256, 8, 14, 14) 0.0258 [0.0298, 0.0290], 512 -> 128 of (1, 512, 8, 16, 16)
+  // 0.0124 [0.0135, 0.0129], 1024 -> 256 of (2, 1024, 8, 14, 14) 0.0331 [0.0354, 0.0239]; but with
+  // fewer weights, where the layer streams x, it lost: 256 -> 64 of (2, 256, 16, 32, 32) 0.0274
+  // [0.0226], 64 -> 64 of (2, 64, 32, 64, 64) 0.0547 [0.0464]. VOLUA_PW_WG=0: never, 2: wherever the
+  // sm_90a code runs (for measuring and the specs).
+  volua_tc::Env env;
+  if (volua_tc::tc_get_env(&env, op, err)) return 1;
+  const char *wge = getenv("VOLUA_PW_WG");
+  const bool wg = math == VOLUA_MATH_TF32 && env.wg && tc_switch_on("VOLUA_PW_WG") &&
+                  ((wge && strcmp(wge, "2") == 0) || p.C_in * p.C_out >= (1 << 16));
   const bool wide = math == VOLUA_MATH_TF32 &&
                     (fbm == 256 || (fbm != 128 && g->N * ((p.S + 255) / 256) * ((p.C_out + PW_BN - 1) / PW_BN) >= sms));
   p.bm = wide ? 256 : 128;
-  const int bk = wide ? 16 : 32;
+  const int bk = wide || wg ? 16 : 32; // (the kernels' BK)
   p.ptiles = (p.S + p.bm - 1) / p.bm;
   p.cblocks = (p.C_out + PW_BN - 1) / PW_BN;
   p.kchunks = (p.C_in + bk - 1) / bk;
@@ -357,7 +470,11 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   // 16-byte copies of x need every row start 16-byte aligned: x itself and S a multiple of 4
   const bool vec = p.S % 4 == 0 && ((uintptr_t)x & 15) == 0;
   int rc;
-  if (math == VOLUA_MATH_TF32 && wide)
+  if (wg && wide)
+    rc = vec ? pw_launch_wg<true, 2, 16, 5>(p, grid, s, err) : pw_launch_wg<false, 2, 16, 5>(p, grid, s, err);
+  else if (wg)
+    rc = vec ? pw_launch_wg<true, 1, 16, 6>(p, grid, s, err) : pw_launch_wg<false, 1, 16, 6>(p, grid, s, err);
+  else if (math == VOLUA_MATH_TF32 && wide)
     rc = vec ? pw_launch<false, true, 4, 16>(p, grid, s, err) : pw_launch<false, false, 4, 16>(p, grid, s, err);
   else if (math == VOLUA_MATH_TF32)
     rc = vec ? pw_launch<false, true, 2, 32>(p, grid, s, err) : pw_launch<false, false, 2, 32>(p, grid, s, err);
