@@ -267,6 +267,7 @@ template <bool VEC, int MW, int BK, int NS>
 static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_wg_kernel(const PwParams p) {
   const int BN = PW_BN;
   typedef PwTile<128 * MW, BK, BN, true> Sh;
+  static_assert(BK / 8 % 2 == 0, "a step's last k-step must use register set 1: the next step's first loads set 0");
   extern __shared__ __align__(16) float smem[];
   tc_grid_launch_dependents(); // as conv3d_pointwise_kernel
   const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
