@@ -16,8 +16,8 @@
 // small big), the small ones in a second accumulator joined at the end (tc_join: an infinite sum
 // keeps its value). The output goes straight from the accumulators: lanes g = 0..7 of a fragment
 // hold 8 consecutive positions of one channel, 32 bytes a store.
-// conv3d_pointwise_wg_kernel: math "tf32" from 2^16 weights on Hopper, the same loads and stores
-// with wgmma's 64 x 64 x 8 products (A from registers, w from the stage) in place of mma.sync.
+// conv3d_pointwise_tma_kernel: math "tf32" from 128 input channels on Hopper, the loads by TMA and
+// wgmma's 64 x 64 x 8 products (A from registers, w from the stage) in place of mma.sync.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,18 +30,12 @@
 #define PW_STAGES 4
 #define PW_THREADS 256
 
-// A stage's shape: BM positions by BK input channels of x, and BN output channels by BK of w.
-// x rows' pitch XP puts the A loads (rows t, columns g) in 32 banks. w: for mma.sync (WG false) rows
-// of pitch WP, which puts the B loads (rows g, columns t) in 32 banks; for wgmma (WG) each k-step's
-// BN x 8 in the core-matrix layout the descriptor names (tc_wg_index), BN * 8 floats a k-step.
-template <int BM_, int BK_, int BN_, bool WG_> struct PwTile {
-  static const int BM = BM_, BK = BK_, BN = BN_, XP = BM + 8, WP = WG_ ? BK : BK + 4;
-  static const int STAGE = BK * XP + BN * WP; // (floats)
-  static const bool WG = WG_;
+// A block's shape: 64 MI positions (each warp 16 MI of them by 32 channels: MI m16 tiles by four
+// n8 tiles) and BK input channels a stage. x rows' pitch XP and w rows' pitch WP put the A loads
+// (rows t, columns g) and the B loads (rows g, columns t) in 32 banks.
+template <int MI, int BK_> struct PwShape {
+  static const int BM = 64 * MI, BK = BK_, XP = BM + 8, WP = BK + 4, STAGE = BK * XP + PW_BN * WP; // (floats)
 };
-// the mma.sync kernel's: 64 MI positions (each warp 16 MI of them by 32 channels: MI m16 tiles by
-// four n8 tiles) by PW_BN channels
-template <int MI, int BK> struct PwShape : PwTile<64 * MI, BK, PW_BN, false> {};
 
 struct PwParams {
   const float *x, *w, *bias; // bias: NULL for none (and with ksplit > 1: added by pw_reduce_kernel)
@@ -88,7 +82,7 @@ __device__ __forceinline__ void pw_next(PwCursor &c, const PwParams &p) {
 // Out-of-range elements (past C_in, S or C_out) are filled with zeros.
 template <bool VEC, class Sh>
 __device__ __forceinline__ void pw_load(float *st, const PwParams &p, const PwCursor &c) {
-  const int BK = Sh::BK, BN = Sh::BN;
+  const int BK = Sh::BK;
   const int tid = (int)threadIdx.x;
   const float *xs = p.x + c.n * p.C_in * p.S;
   const int64_t p0 = c.p0, co0 = c.co0, k0 = (int64_t)c.kc * BK;
@@ -112,23 +106,19 @@ __device__ __forceinline__ void pw_load(float *st, const PwParams &p, const PwCu
   }
   if (p.wvec) {
 #pragma unroll
-    for (int j = 0; j < BN * BK / 4 / PW_THREADS; j++) {
-      const int c = tid + j * PW_THREADS;
-      // wgmma's layout: thread pairs take a row's 32 bytes (one sector), a quarter-warp four rows
-      // (16-byte runs 128 bytes apart: two-way bank conflicts, against eight for row-major order)
-      const int row = Sh::WG ? (c >> 1) % BN : c / (BK / 4);
-      const int col = Sh::WG ? ((c & 1) + 2 * (c / (2 * BN))) * 4 : (c % (BK / 4)) * 4;
+    for (int j = 0; j < PW_BN * BK / 4 / PW_THREADS; j++) {
+      const int c = tid + j * PW_THREADS, row = c / (BK / 4), col = (c % (BK / 4)) * 4;
       const bool ok = co0 + row < p.C_out && k0 + col < p.C_in;
       const float *src = ok ? p.w + (co0 + row) * p.C_in + k0 + col : p.w;
-      tc_cp16z(wsm + (Sh::WG ? (col >> 3) * BN * 8 + tc_wg_index(row, col & 7) : row * Sh::WP + col), src, ok);
+      tc_cp16z(wsm + row * Sh::WP + col, src, ok);
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < BN * BK / PW_THREADS; j++) {
+    for (int j = 0; j < PW_BN * BK / PW_THREADS; j++) {
       const int c = tid + j * PW_THREADS, row = c / BK, col = c % BK;
       const bool ok = co0 + row < p.C_out && k0 + col < p.C_in;
       const float *src = ok ? p.w + (co0 + row) * p.C_in + k0 + col : p.w;
-      tc_cp4(wsm + (Sh::WG ? (col >> 3) * BN * 8 + tc_wg_index(row, col & 7) : row * Sh::WP + col), src, ok);
+      tc_cp4(wsm + row * Sh::WP + col, src, ok);
     }
   }
 }
@@ -255,79 +245,97 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
   tc_wait<0>();
 }
 
-// The same on wgmma (math "tf32", sm_90a): warpgroup q (warps 4q..4q+3) takes positions q BM / 2 ...
-// of the tile, MW m64 tiles of them, by all BN channels: per k-step and tile one 64 x BN x 8 product,
-// A (positions x channels) from registers, loaded from the x rows as mma.sync's fragments (warp w of
-// the group holding rows 16w.., so that D is in mma.sync's C order, as pw_store reads it), B (w) read
-// by the tensor core from the stage. A k-step's loads overlap the previous one's products (two
-// register sets, wait<1>). The products stay in flight across the barrier: the loads run NS - 2
-// steps ahead, so that the stage refilled at step s is step s - 2's, whose products the first
-// wait<1> of step s - 1 saw done (a ring of NS stages, NS - 2 of them loading).
-template <bool VEC, int MW, int BK, int NS>
-static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_wg_kernel(const PwParams p) {
-  const int BN = PW_BN;
-  typedef PwTile<128 * MW, BK, BN, true> Sh;
-  static_assert(BK / 8 % 2 == 0, "a step's last k-step must use register set 1: the next step's first loads set 0");
-  extern __shared__ __align__(16) float smem[];
+// Math "tf32" on wgmma, with the loads by TMA (sm_90a; S and C_in multiples of 4). The cp.async
+// kernel above spends most of its issue slots on the loads' addresses and bounds; so did a wgmma
+// version of it, tried and dropped in the sixteenth session (ncu of 1024 -> 256: 0.45 warps issued a
+// cycle, busy, with the data 4 stages ahead; bench/NOTES.md). Here warp 8's lane 0
+// issues a stage as two copies, and the copy engine fills the zeros past S, C_in and C_out:
+// - w's chunk: a box of 32 input by 64 output channels, 128-byte swizzled (rows of 32 floats), as
+//   wgmma's B descriptor (tc_wg_desc128) reads it;
+// - x's chunk: a box of 136 positions by 32 channels (8 positions past the tile: the pitch that
+//   puts the A loads in 32 banks).
+// Full and empty mbarriers a stage between the producer and the 8 consumer warps; the consumers'
+// k-loop: per k-step of 8 each warpgroup's 64 x 64 x 8 product, A (positions x channels) from registers,
+// loaded from the x rows as mma.sync's fragments (warp w of the group holding rows 16w.., so that D is
+// in mma.sync's C order, as pw_store reads it), B (w) read by the tensor core from the stage. A
+// k-step's loads overlap the previous one's products (two register sets, wait<1>), and a stage goes
+// back to the producer once the products of the step that read it are done.
+#define PWT_THREADS 288 // 8 consumer warps + the producer warp
+#define PWT_XP 136      // x rows' pitch (floats): the box's positions
+#define PWT_W_BYTES (PW_BN * 128)
+#define PWT_STAGE (PWT_W_BYTES + 32 * PWT_XP * 4) // bytes: w (1024-byte aligned), then x
+struct PwTmaParams {
+  tc_tmap xmap, wmap; // (S, C_in, N) of x; (C_in, C_out) of w
+  PwParams p;         // the rest (units, cursors, the output)
+  int stages;
+};
+static __global__ void __launch_bounds__(PWT_THREADS, 2) conv3d_pointwise_tma_kernel(const __grid_constant__ PwTmaParams tp) {
+  const PwParams &p = tp.p;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char *smem = smem_raw + ((1024u - (tc_smem_addr(smem_raw) & 1023u)) & 1023u); // the swizzle's alignment
+  const int S = tp.stages;
+  uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)S * PWT_STAGE), *empty = full + S;
+  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   tc_grid_launch_dependents(); // as conv3d_pointwise_kernel
-  const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int wm = (warp >> 2) * (Sh::BM / 2) + (warp & 3) * 16; // the warp's first row in the tile
-
-  float acc[MW][BN / 8][4];
-  pw_zero<MW, BN / 8>(acc, acc);
-
-  PwCursor ld, cs;
-  pw_unit(ld, p, blockIdx.x);
-  pw_unit(cs, p, blockIdx.x);
-#pragma unroll
-  for (int s = 0; s < NS - 2; s++) {
-    if (ld.u < p.units32) {
-      pw_load<VEC, Sh>(smem + s * Sh::STAGE, p, ld);
-      pw_next(ld, p);
+  if (tid == 0) {
+    for (int s = 0; s < S; s++) {
+      tc_mbar_init(full + s, 1);
+      tc_mbar_init(empty + s, 8);
     }
-    tc_commit();
+    tc_mbar_fence_init();
   }
-  int stage = 0, lstage = NS - 2;
-  while (cs.u < p.units32) {
-    tc_wait<NS - 3>();       // this step's chunk has landed (this thread's copies) ...
-    tc_fence_proxy_async();  // ... where the tensor core reads it ...
-    __syncthreads();         // ... and everyone's
-    if (ld.u < p.units32) {
-      pw_load<VEC, Sh>(smem + lstage * Sh::STAGE, p, ld);
-      pw_next(ld, p);
-    }
-    tc_commit();
-    if (++lstage == NS) lstage = 0;
-    const float *xsm = smem + stage * Sh::STAGE, *wsm = xsm + BK * Sh::XP;
-    if (++stage == NS) stage = 0;
-    uint32_t a[2][MW][4];
-#pragma unroll
-    for (int ks = 0; ks < BK / 8; ks++) {
-      uint32_t(&ar)[MW][4] = a[ks & 1];
-#pragma unroll
-      for (int i = 0; i < MW; i++) {
-        const float *x0 = xsm + (ks * 8 + t) * Sh::XP + wm + i * 64 + g; // A(m, k) = x row k, position m
-        ar[i][0] = __float_as_uint(x0[0]);
-        ar[i][1] = __float_as_uint(x0[8]);
-        ar[i][2] = __float_as_uint(x0[4 * Sh::XP]);
-        ar[i][3] = __float_as_uint(x0[4 * Sh::XP + 8]);
+  __syncthreads();
+
+  if (warp == 8) { // the producer: one thread issues every load
+    if (lane == 0) {
+      PwCursor ld;
+      int s = 0, ph = 0;
+      for (pw_unit(ld, p, blockIdx.x); ld.u < p.units32; pw_next(ld, p)) {
+        tc_mbar_wait(empty + s, ph ^ 1); // the consumers are done with this stage's last step (at once the first time round)
+        unsigned char *st = smem + (size_t)s * PWT_STAGE;
+        tc_mbar_expect_tx(full + s, (unsigned)PWT_STAGE);
+        tc_tma_load5(st, &tp.wmap, ld.kc * 32, (int)ld.co0, 0, 0, 0, full + s);
+        tc_tma_load5(st + PWT_W_BYTES, &tp.xmap, (int)ld.p0, ld.kc * 32, (int)ld.n, 0, 0, full + s);
+        if (++s == S) s = 0, ph ^= 1;
       }
-      tc_wg_fence();
-      const tc_wg_ref b = tc_wg_make(wsm + ks * 8 * BN);
-#pragma unroll
-      for (int i = 0; i < MW; i++) tc_wg_mma<BN / 8>(acc[i], ar[i], b);
-      tc_wg_commit();
-      tc_wg_wait<1>(); // the step before's products are done: its register set is free
     }
+    return;
+  }
+
+  const int wm = (warp >> 2) * 64 + (warp & 3) * 16; // the warp's first row in the tile
+  float acc[1][PW_BN / 8][4];
+  pw_zero<1, PW_BN / 8>(acc, acc);
+  PwCursor cs;
+  int s = 0, ph = 0, prev = -1; // the step's stage and phase; the stage the step before read
+  for (pw_unit(cs, p, blockIdx.x); cs.u < p.units32; pw_next(cs, p)) {
+    tc_mbar_wait(full + s, ph);
+    const unsigned char *st = smem + (size_t)s * PWT_STAGE;
+    const float *xsm = reinterpret_cast<const float *>(st + PWT_W_BYTES);
+    const uint64_t db = tc_wg_desc128(st);
+    uint32_t a[2][4];
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++) {
+      uint32_t(&ar)[4] = a[ks & 1];
+      const float *x0 = xsm + (ks * 8 + t) * PWT_XP + wm + g; // A(m, k) = x row k, position m
+      ar[0] = __float_as_uint(x0[0]);
+      ar[1] = __float_as_uint(x0[8]);
+      ar[2] = __float_as_uint(x0[4 * PWT_XP]);
+      ar[3] = __float_as_uint(x0[4 * PWT_XP + 8]);
+      tc_wg_fence();
+      tc_wg_mma<PW_BN / 8>(acc[0], ar, db + 2 * ks); // 32 bytes a k-step (16-byte units)
+      tc_wg_commit();
+      tc_wg_wait<1>(); // the k-step before's products are done: its register set is free
+      if (ks == 0 && prev >= 0 && lane == 0) tc_mbar_arrive(empty + prev); // (the step before's last products too)
+    }
+    prev = s;
+    if (++s == S) s = 0, ph ^= 1;
     if (cs.kc + 1 == cs.hi) { // the unit's last chunk: its values out, the sums back to zero
       tc_wg_wait<0>();
-      pw_store<false, MW, BN / 8, 64>(p, cs, acc, acc, wm, 0);
-      pw_zero<MW, BN / 8>(acc, acc);
+      pw_store<false, 1, PW_BN / 8, 64>(p, cs, acc, acc, wm, 0);
+      pw_zero<1, PW_BN / 8>(acc, acc);
     }
-    pw_next(cs, p);
   }
   tc_wg_wait<0>();
-  tc_wait<0>();
 }
 
 // y = bias + the ksplit parts' sums, in part order (split K). (Measured against the parts summed
@@ -358,17 +366,33 @@ static int pw_launch(const PwParams &p, unsigned grid, cudaStream_t s, char *err
   return 0;
 }
 
-template <bool VEC, int MW, int BK, int NS>
-static int pw_launch_wg(const PwParams &p, unsigned grid, cudaStream_t s, char *err) {
-  const char *op = "conv3d";
-  const size_t smem = (size_t)NS * PwTile<128 * MW, BK, PW_BN, true>::STAGE * sizeof(float);
-  static bool set = false;
-  if (!set) {
-    CUDA_CHECK(cudaFuncSetAttribute(conv3d_pointwise_wg_kernel<VEC, MW, BK, NS>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    set = true;
+// A map of a float tensor of dims (innermost first, 5 at most; the rest 1) for tc_tma_load5: boxes
+// of `box`, swizzle 0 (none) or 3 (128 bytes), zeros outside. 0, or 1 where the encoder is missing
+// or refuses.
+static int pw_encode(tc_tmap *m, const float *base, int rank, const int64_t *dim, const int *box, int swizzle) {
+  const volua_tc::tc_encode_fn encode = volua_tc::tc_encoder();
+  if (!encode) return 1;
+  uint64_t gdim[5], gstride[4];
+  uint32_t b[5], e[5] = {1, 1, 1, 1, 1};
+  uint64_t st = 4;
+  for (int d = 0; d < 5; d++) {
+    gdim[d] = d < rank ? (uint64_t)dim[d] : 1;
+    b[d] = d < rank ? (uint32_t)box[d] : 1;
+    if (d > 0) gstride[d - 1] = st;
+    st *= gdim[d];
   }
-  conv3d_pointwise_wg_kernel<VEC, MW, BK, NS><<<grid, PW_THREADS, smem, s>>>(p);
+  return encode(m, 7, 5, const_cast<float *>(base), gdim, gstride, b, e, 0, swizzle, 2, 0) != 0;
+}
+
+static int pw_launch_tma(const PwTmaParams &tp, unsigned grid, cudaStream_t s, char *err) {
+  const char *op = "conv3d";
+  const size_t smem = (size_t)tp.stages * PWT_STAGE + 2 * tp.stages * 8 + 1024;
+  static size_t smem_set = 0;
+  if (smem > smem_set) {
+    CUDA_CHECK(cudaFuncSetAttribute(conv3d_pointwise_tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    smem_set = smem;
+  }
+  conv3d_pointwise_tma_kernel<<<grid, PWT_THREADS, smem, s>>>(tp);
   CUDA_CHECK_LAUNCH();
   return 0;
 }
@@ -403,22 +427,32 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   const int fbm = bme ? atoi(bme) : 0;
   int sms = 0;
   CUDA_CHECK(volua_sm_count(&sms));
-  // Math "tf32" on wgmma (conv3d_pointwise_wg_kernel) from 2^16 weights, where the sm_90a code runs.
-  // Measured on an H200 (sixteenth session, run s16r23; ms, mma.sync's and PyTorch's in brackets):
-  // 256 -> 1024 of (2, 256, 8, 14, 14) 0.0258 [0.0298, 0.0290], 512 -> 128 of (1, 512, 8, 16, 16)
-  // 0.0124 [0.0135, 0.0129], 1024 -> 256 of (2, 1024, 8, 14, 14) 0.0331 [0.0354, 0.0239]; but with
-  // fewer weights, where the layer streams x, it lost: 256 -> 64 of (2, 256, 16, 32, 32) 0.0274
-  // [0.0226], 64 -> 64 of (2, 64, 32, 64, 64) 0.0547 [0.0464]. VOLUA_PW_WG=0: never, 2: wherever the
-  // sm_90a code runs (for measuring and the specs).
+  // Math "tf32" from 128 input channels on wgmma with TMA loads (conv3d_pointwise_tma_kernel),
+  // where the sm_90a code runs, the copy engine can read x and w (rows 16-byte aligned) and the maps
+  // encode. Measured on an H200 against the mma.sync kernel (sixteenth session, run s16r26; ms,
+  // PyTorch's in brackets): 1024 -> 256 of (2, 1024, 8, 14, 14) 0.0215 against 0.0355 [0.0241],
+  // 256 -> 1024 0.0209 against 0.0297 [0.0289], 256 -> 64 of (2, 256, 16, 32, 32) 0.0197 against
+  // 0.0225 [0.0255], 128 -> 128 0.0180 against 0.0197; but with 64 input channels (two chunks a
+  // unit) it lost: 64 -> 256 0.0233 against 0.0223, 64 -> 64 of (2, 64, 32, 64, 64) 0.0509 against
+  // 0.0483. VOLUA_PW_TMA=0: never, 2: wherever it can (for measuring and the specs).
   volua_tc::Env env;
   if (volua_tc::tc_get_env(&env, op, err)) return 1;
-  const char *wge = getenv("VOLUA_PW_WG");
-  const bool wg = math == VOLUA_MATH_TF32 && env.wg && tc_switch_on("VOLUA_PW_WG") &&
-                  ((wge && strcmp(wge, "2") == 0) || p.C_in * p.C_out >= (1 << 16));
-  const bool wide = math == VOLUA_MATH_TF32 &&
+  const char *tme = getenv("VOLUA_PW_TMA");
+  PwTmaParams tp;
+  memset(&tp, 0, sizeof tp);
+  bool tma = math == VOLUA_MATH_TF32 && env.wg && tc_switch_on("VOLUA_PW_TMA") &&
+             ((tme && strcmp(tme, "2") == 0) || p.C_in >= 128) && p.S % 4 == 0 && p.C_in % 4 == 0 &&
+             ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0 && p.S + PWT_XP < ((int64_t)1 << 31) &&
+             g->N < ((int64_t)1 << 31);
+  if (tma) {
+    const int64_t xdim[3] = {p.S, p.C_in, g->N}, wdim[2] = {p.C_in, p.C_out};
+    const int xbox[3] = {PWT_XP, 32, 1}, wbox[2] = {32, PW_BN};
+    tma = pw_encode(&tp.xmap, x, 3, xdim, xbox, 0) == 0 && pw_encode(&tp.wmap, w, 2, wdim, wbox, 3) == 0;
+  }
+  const bool wide = math == VOLUA_MATH_TF32 && !tma &&
                     (fbm == 256 || (fbm != 128 && g->N * ((p.S + 255) / 256) * ((p.C_out + PW_BN - 1) / PW_BN) >= sms));
   p.bm = wide ? 256 : 128;
-  const int bk = wide || wg ? 16 : 32; // (the kernels' BK)
+  const int bk = wide ? 16 : 32; // (the kernels' BK)
   p.ptiles = (p.S + p.bm - 1) / p.bm;
   p.cblocks = (p.C_out + PW_BN - 1) / PW_BN;
   p.kchunks = (p.C_in + bk - 1) / bk;
@@ -471,11 +505,11 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   // 16-byte copies of x need every row start 16-byte aligned: x itself and S a multiple of 4
   const bool vec = p.S % 4 == 0 && ((uintptr_t)x & 15) == 0;
   int rc;
-  if (wg && wide)
-    rc = vec ? pw_launch_wg<true, 2, 16, 5>(p, grid, s, err) : pw_launch_wg<false, 2, 16, 5>(p, grid, s, err);
-  else if (wg)
-    rc = vec ? pw_launch_wg<true, 1, 16, 6>(p, grid, s, err) : pw_launch_wg<false, 1, 16, 6>(p, grid, s, err);
-  else if (math == VOLUA_MATH_TF32 && wide)
+  if (tma) {
+    tp.p = p;
+    tp.stages = 4;
+    rc = pw_launch_tma(tp, grid, s, err);
+  } else if (math == VOLUA_MATH_TF32 && wide)
     rc = vec ? pw_launch<false, true, 4, 16>(p, grid, s, err) : pw_launch<false, false, 4, 16>(p, grid, s, err);
   else if (math == VOLUA_MATH_TF32)
     rc = vec ? pw_launch<false, true, 2, 32>(p, grid, s, err) : pw_launch<false, false, 2, 32>(p, grid, s, err);
