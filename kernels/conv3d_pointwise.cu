@@ -16,7 +16,7 @@
 // small big), the small ones in a second accumulator joined at the end (tc_join: an infinite sum
 // keeps its value). The output goes straight from the accumulators: lanes g = 0..7 of a fragment
 // hold 8 consecutive positions of one channel, 32 bytes a store.
-// conv3d_pointwise_tma_kernel: math "tf32" from 128 input channels on Hopper, the loads by TMA and
+// conv3d_pointwise_tma_kernel: from 128 input channels on Hopper, both maths, the loads by TMA and
 // wgmma's 64 x 64 x 8 products (A from registers, w from the stage) in place of mma.sync.
 #include <stdint.h>
 #include <stdlib.h>
@@ -245,7 +245,7 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
   tc_wait<0>();
 }
 
-// Math "tf32" on wgmma, with the loads by TMA (sm_90a; S and C_in multiples of 4). The cp.async
+// On wgmma, with the loads by TMA (sm_90a; S and C_in multiples of 4). The cp.async
 // kernel above spends most of its issue slots on the loads' addresses and bounds; so did a wgmma
 // version of it, tried and dropped in the sixteenth session (ncu of 1024 -> 256: 0.45 warps issued a
 // cycle, busy, with the data 4 stages ahead; bench/NOTES.md). Here warp 8's lane 0
@@ -260,21 +260,35 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
 // in mma.sync's C order, as pw_store reads it), B (w) read by the tensor core from the stage. A
 // k-step's loads overlap the previous one's products (two register sets, wait<1>), and a stage goes
 // back to the producer once the products of the step that read it are done.
+// Math "fp32" (SPLIT): w's small parts (w minus its TF32 big part, pw_wsplit_kernel) are a second
+// tensor with a map of their own, staged after w's; x is split in registers (pw_split); three
+// products a k-step (big big, big small, small big), the small ones in a second accumulator, joined
+// at the end as in conv3d_pointwise_kernel.
 #define PWT_THREADS 288 // 8 consumer warps + the producer warp
 #define PWT_XP 136      // x rows' pitch (floats): the box's positions
 #define PWT_W_BYTES (PW_BN * 128)
-#define PWT_STAGE (PWT_W_BYTES + 32 * PWT_XP * 4) // bytes: w (1024-byte aligned), then x
+#define PWT_STAGE(SPLIT) ((SPLIT ? 2 : 1) * PWT_W_BYTES + 32 * PWT_XP * 4) // bytes: w (1024-byte aligned), its small parts, x
 struct PwTmaParams {
-  tc_tmap xmap, wmap; // (S, C_in, N) of x; (C_in, C_out) of w
-  PwParams p;         // the rest (units, cursors, the output)
+  tc_tmap xmap, wmap, wsmap; // (S, C_in, N) of x; (C_in, C_out) of w and (SPLIT) of its small parts
+  PwParams p;                // the rest (units, cursors, the output)
   int stages;
 };
+// ws = w's small parts: w - its TF32 big part (the bits pw_split keeps), n floats
+static __global__ void pw_wsplit_kernel(const float *w, int64_t n, float *ws) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t big, small;
+    pw_split<true>(w[i], big, small);
+    ws[i] = __uint_as_float(small);
+  }
+}
+template <bool SPLIT>
 static __global__ void __launch_bounds__(PWT_THREADS, 2) conv3d_pointwise_tma_kernel(const __grid_constant__ PwTmaParams tp) {
   const PwParams &p = tp.p;
+  const int STAGE = PWT_STAGE(SPLIT), X_OFF = (SPLIT ? 2 : 1) * PWT_W_BYTES;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char *smem = smem_raw + ((1024u - (tc_smem_addr(smem_raw) & 1023u)) & 1023u); // the swizzle's alignment
   const int S = tp.stages;
-  uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)S * PWT_STAGE), *empty = full + S;
+  uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)S * STAGE), *empty = full + S;
   const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   tc_grid_launch_dependents(); // as conv3d_pointwise_kernel
   if (tid == 0) {
@@ -292,10 +306,11 @@ static __global__ void __launch_bounds__(PWT_THREADS, 2) conv3d_pointwise_tma_ke
       int s = 0, ph = 0;
       for (pw_unit(ld, p, blockIdx.x); ld.u < p.units32; pw_next(ld, p)) {
         tc_mbar_wait(empty + s, ph ^ 1); // the consumers are done with this stage's last step (at once the first time round)
-        unsigned char *st = smem + (size_t)s * PWT_STAGE;
-        tc_mbar_expect_tx(full + s, (unsigned)PWT_STAGE);
+        unsigned char *st = smem + (size_t)s * STAGE;
+        tc_mbar_expect_tx(full + s, (unsigned)STAGE);
         tc_tma_load5(st, &tp.wmap, ld.kc * 32, (int)ld.co0, 0, 0, 0, full + s);
-        tc_tma_load5(st + PWT_W_BYTES, &tp.xmap, (int)ld.p0, ld.kc * 32, (int)ld.n, 0, 0, full + s);
+        if (SPLIT) tc_tma_load5(st + PWT_W_BYTES, &tp.wsmap, ld.kc * 32, (int)ld.co0, 0, 0, 0, full + s);
+        tc_tma_load5(st + X_OFF, &tp.xmap, (int)ld.p0, ld.kc * 32, (int)ld.n, 0, 0, full + s);
         if (++s == S) s = 0, ph ^= 1;
       }
     }
@@ -303,26 +318,30 @@ static __global__ void __launch_bounds__(PWT_THREADS, 2) conv3d_pointwise_tma_ke
   }
 
   const int wm = (warp >> 2) * 64 + (warp & 3) * 16; // the warp's first row in the tile
-  float acc[1][PW_BN / 8][4];
-  pw_zero<1, PW_BN / 8>(acc, acc);
+  float acc[1][PW_BN / 8][4], corr[1][PW_BN / 8][4];
+  pw_zero<1, PW_BN / 8>(acc, corr);
   PwCursor cs;
   int s = 0, ph = 0, prev = -1; // the step's stage and phase; the stage the step before read
   for (pw_unit(cs, p, blockIdx.x); cs.u < p.units32; pw_next(cs, p)) {
     tc_mbar_wait(full + s, ph);
-    const unsigned char *st = smem + (size_t)s * PWT_STAGE;
-    const float *xsm = reinterpret_cast<const float *>(st + PWT_W_BYTES);
-    const uint64_t db = tc_wg_desc128(st);
-    uint32_t a[2][4];
+    const unsigned char *st = smem + (size_t)s * STAGE;
+    const float *xsm = reinterpret_cast<const float *>(st + X_OFF);
+    const uint64_t db = tc_wg_desc128(st), dbs = tc_wg_desc128(st + PWT_W_BYTES);
+    uint32_t a[2][4], as[2][4];
 #pragma unroll
     for (int ks = 0; ks < 4; ks++) {
-      uint32_t(&ar)[4] = a[ks & 1];
+      uint32_t(&ar)[4] = a[ks & 1], (&asr)[4] = as[ks & 1];
       const float *x0 = xsm + (ks * 8 + t) * PWT_XP + wm + g; // A(m, k) = x row k, position m
-      ar[0] = __float_as_uint(x0[0]);
-      ar[1] = __float_as_uint(x0[8]);
-      ar[2] = __float_as_uint(x0[4 * PWT_XP]);
-      ar[3] = __float_as_uint(x0[4 * PWT_XP + 8]);
+      pw_split<SPLIT>(x0[0], ar[0], asr[0]);
+      pw_split<SPLIT>(x0[8], ar[1], asr[1]);
+      pw_split<SPLIT>(x0[4 * PWT_XP], ar[2], asr[2]);
+      pw_split<SPLIT>(x0[4 * PWT_XP + 8], ar[3], asr[3]);
       tc_wg_fence();
       tc_wg_mma<PW_BN / 8>(acc[0], ar, db + 2 * ks); // 32 bytes a k-step (16-byte units)
+      if (SPLIT) {
+        tc_wg_mma<PW_BN / 8>(corr[0], ar, dbs + 2 * ks);
+        tc_wg_mma<PW_BN / 8>(corr[0], asr, db + 2 * ks);
+      }
       tc_wg_commit();
       tc_wg_wait<1>(); // the k-step before's products are done: its register set is free
       if (ks == 0 && prev >= 0 && lane == 0) tc_mbar_arrive(empty + prev); // (the step before's last products too)
@@ -331,8 +350,8 @@ static __global__ void __launch_bounds__(PWT_THREADS, 2) conv3d_pointwise_tma_ke
     if (++s == S) s = 0, ph ^= 1;
     if (cs.kc + 1 == cs.hi) { // the unit's last chunk: its values out, the sums back to zero
       tc_wg_wait<0>();
-      pw_store<false, 1, PW_BN / 8, 64>(p, cs, acc, acc, wm, 0);
-      pw_zero<1, PW_BN / 8>(acc, acc);
+      pw_store<SPLIT, 1, PW_BN / 8, 64>(p, cs, acc, corr, wm, 0);
+      pw_zero<1, PW_BN / 8>(acc, corr);
     }
   }
   tc_wg_wait<0>();
@@ -384,15 +403,15 @@ static int pw_encode(tc_tmap *m, const float *base, int rank, const int64_t *dim
   return encode(m, 7, 5, const_cast<float *>(base), gdim, gstride, b, e, 0, swizzle, 2, 0) != 0;
 }
 
-static int pw_launch_tma(const PwTmaParams &tp, unsigned grid, cudaStream_t s, char *err) {
+template <bool SPLIT> static int pw_launch_tma(const PwTmaParams &tp, unsigned grid, cudaStream_t s, char *err) {
   const char *op = "conv3d";
-  const size_t smem = (size_t)tp.stages * PWT_STAGE + 2 * tp.stages * 8 + 1024;
+  const size_t smem = (size_t)tp.stages * PWT_STAGE(SPLIT) + 2 * tp.stages * 8 + 1024;
   static size_t smem_set = 0;
   if (smem > smem_set) {
-    CUDA_CHECK(cudaFuncSetAttribute(conv3d_pointwise_tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_CHECK(cudaFuncSetAttribute(conv3d_pointwise_tma_kernel<SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     smem_set = smem;
   }
-  conv3d_pointwise_tma_kernel<<<grid, PWT_THREADS, smem, s>>>(tp);
+  conv3d_pointwise_tma_kernel<SPLIT><<<grid, PWT_THREADS, smem, s>>>(tp);
   CUDA_CHECK_LAUNCH();
   return 0;
 }
@@ -427,20 +446,22 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   const int fbm = bme ? atoi(bme) : 0;
   int sms = 0;
   CUDA_CHECK(volua_sm_count(&sms));
-  // Math "tf32" from 128 input channels on wgmma with TMA loads (conv3d_pointwise_tma_kernel),
+  // From 128 input channels, both maths, on wgmma with TMA loads (conv3d_pointwise_tma_kernel),
   // where the sm_90a code runs, the copy engine can read x and w (rows 16-byte aligned) and the maps
-  // encode. Measured on an H200 against the mma.sync kernel (sixteenth session, run s16r26; ms,
-  // PyTorch's in brackets): 1024 -> 256 of (2, 1024, 8, 14, 14) 0.0215 against 0.0355 [0.0241],
-  // 256 -> 1024 0.0209 against 0.0297 [0.0289], 256 -> 64 of (2, 256, 16, 32, 32) 0.0197 against
-  // 0.0225 [0.0255], 128 -> 128 0.0180 against 0.0197; but with 64 input channels (two chunks a
-  // unit) it lost: 64 -> 256 0.0233 against 0.0223, 64 -> 64 of (2, 64, 32, 64, 64) 0.0509 against
-  // 0.0483. VOLUA_PW_TMA=0: never, 2: wherever it can (for measuring and the specs).
+  // encode. Measured on an H200 against the mma.sync kernel (sixteenth session, runs s16r26 and r29;
+  // ms, PyTorch's in brackets, with TF32 off for "fp32"): "tf32" 1024 -> 256 of (2, 1024, 8, 14, 14)
+  // 0.0215 against 0.0355 [0.0241], 256 -> 1024 0.0209 against 0.0297 [0.0289], 256 -> 64 of (2,
+  // 256, 16, 32, 32) 0.0197 against 0.0225 [0.0255], 128 -> 128 0.0180 against 0.0197; "fp32"
+  // 1024 -> 256 0.0349 against 0.0555 [0.0836], 256 -> 1024 0.0344 against 0.0530 [0.0728]; but
+  // with 64 input channels (two chunks a unit) it lost in "tf32": 64 -> 256 0.0233 against 0.0223,
+  // 64 -> 64 of (2, 64, 32, 64, 64) 0.0509 against 0.0483. VOLUA_PW_TMA=0: never, 2: wherever it
+  // can (for measuring and the specs).
   volua_tc::Env env;
   if (volua_tc::tc_get_env(&env, op, err)) return 1;
   const char *tme = getenv("VOLUA_PW_TMA");
   PwTmaParams tp;
   memset(&tp, 0, sizeof tp);
-  bool tma = math == VOLUA_MATH_TF32 && env.wg && tc_switch_on("VOLUA_PW_TMA") &&
+  bool tma = env.wg && tc_switch_on("VOLUA_PW_TMA") &&
              ((tme && strcmp(tme, "2") == 0) || p.C_in >= 128) && p.S % 4 == 0 && p.C_in % 4 == 0 &&
              ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0 && p.S + PWT_XP < ((int64_t)1 << 31) &&
              g->N < ((int64_t)1 << 31);
@@ -475,7 +496,10 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   // first: 1024 -> 256 of (2, 1024, 8, 14, 14), 104 units, took 0.0395 ms in 3 parts, 0.0355 in 2)
   int64_t parts = units < sms ? resident / units : 1;
   if (parts > p.kchunks * bk / 128) parts = p.kchunks * bk / 128; // (parts of at least 128 channels)
-  const bool taken = parts > 1 || (math == VOLUA_MATH_TF32 ? p.C_out >= 64 : p.C_in * p.C_out >= (1 << 16));
+  // (math "fp32" by TMA also below 2^16 weights, from 64 output channels: 256 -> 64 0.0233 against
+  // conv3d_tc.cu's 0.0309 [0.0617], 128 -> 128 0.0251 against 0.0321 [0.0500]; run s16r29)
+  const bool taken = parts > 1 || (math == VOLUA_MATH_TF32 ? p.C_out >= 64
+                                                            : p.C_in * p.C_out >= (1 << 16) || (tma && p.C_out >= 64));
   if (!force && !taken) return VOLUA_FAST_NOT_APPLICABLE;
   const char *ks = getenv("VOLUA_PW_KSPLIT");
   if (ks && atoi(ks) >= 1) parts = atoi(ks);
@@ -505,10 +529,35 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   // 16-byte copies of x need every row start 16-byte aligned: x itself and S a multiple of 4
   const bool vec = p.S % 4 == 0 && ((uintptr_t)x & 15) == 0;
   int rc;
+  float *wsmall = NULL; // math "fp32" by TMA: w's small parts
+  if (tma && math != VOLUA_MATH_TF32) {
+    char merr[VOLUA_ERR_MAX];
+    const int64_t wdim[2] = {p.C_in, p.C_out}, n = p.C_in * p.C_out;
+    const int wbox[2] = {32, PW_BN};
+    if (volua_cuda_malloc(reinterpret_cast<void **>(&wsmall), n * 4, merr)) {
+      (void)cudaGetLastError();
+      volua_cuda_free(ws);
+      return VOLUA_FAST_NOT_APPLICABLE; // no memory for them: the other paths
+    }
+    const int64_t want = (n + 255) / 256, most = 4 * (int64_t)sms;
+    pw_wsplit_kernel<<<(unsigned)(want < most ? want : most), 256, 0, s>>>(w, n, wsmall);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+      volua_cuda_free(wsmall);
+      volua_cuda_free(ws);
+      return volua_kernel_error(err, op, e, "pw_wsplit_kernel", __FILE__, __LINE__);
+    }
+    if (pw_encode(&tp.wsmap, wsmall, 2, wdim, wbox, 3)) {
+      volua_cuda_free(wsmall);
+      volua_cuda_free(ws);
+      return VOLUA_FAST_NOT_APPLICABLE;
+    }
+  }
   if (tma) {
     tp.p = p;
-    tp.stages = 4;
-    rc = pw_launch_tma(tp, grid, s, err);
+    // stages: 4 (103 KB) in math "tf32", 3 (102 KB, with w's small parts) in "fp32": 2 blocks an SM
+    tp.stages = math == VOLUA_MATH_TF32 ? 4 : 3;
+    rc = math == VOLUA_MATH_TF32 ? pw_launch_tma<false>(tp, grid, s, err) : pw_launch_tma<true>(tp, grid, s, err);
   } else if (math == VOLUA_MATH_TF32 && wide)
     rc = vec ? pw_launch<false, true, 4, 16>(p, grid, s, err) : pw_launch<false, false, 4, 16>(p, grid, s, err);
   else if (math == VOLUA_MATH_TF32)
@@ -527,6 +576,7 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
     if (e != cudaSuccess) rc = volua_kernel_error(err, op, e, "pw_reduce_kernel", __FILE__, __LINE__);
   }
   volua_cuda_free(ws); // (stream-ordered: reused only by work queued after this call's)
+  volua_cuda_free(wsmall);
   if (rc == 0) volua_cuda_fast_note_call();
   return rc;
 }

@@ -217,9 +217,10 @@ for _, mode in ipairs({"fp32", "tf32"}) do
     end)
 
     -- 1x1x1, stride 1, no padding, groups 1: conv3d_pointwise.cu where its rule says (math "tf32" from
-    -- 64 output channels, with TMA and wgmma from 128 input channels; "fp32" from 2^16 weights; few
-    -- units, with K split, in both maths), else the paths above; scripts/gpu_check.sh runs this file
-    -- again with VOLUA_PW=1 (all here), 0 (none), K in 3 parts, TMA wherever it can, and nowhere)
+    -- 64 output channels; "fp32" from 2^16 weights; both by TMA and wgmma from 128 input channels, and
+    -- "fp32" there from 64 output channels too; few units, with K split, in both maths), else the paths
+    -- above; scripts/gpu_check.sh runs this file again with VOLUA_PW=1 (all here), 0 (none), K in 3
+    -- parts, TMA wherever it can, and nowhere)
     it("conv3d: 1x1x1 (conv3d_pointwise.cu)", function()
       local cases = {
         {n = 2, cin = 256, cout = 64, size = {4, 8, 16}, k = 1, bias = true},  -- whole tiles, C_in in 8 chunks
@@ -233,7 +234,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 512, cout = 64, size = {2, 4, 8}, k = 1, bias = true},   -- one unit: K in 4 parts
         {n = 1, cin = 300, cout = 40, size = {3, 3, 5}, k = 1, specials = 6},  -- 10 chunks in 2 parts; NaN, infinities
         {n = 2, cin = 256, cout = 256, size = {4, 14, 40}, k = 1, bias = true}, -- 2^16 weights: math "fp32" here too, K whole
-        -- math "tf32" by TMA (conv3d_pointwise_tma_kernel): S 120 (a partial tile), C_in 300 (a partial
+        -- by TMA in both maths (conv3d_pointwise_tma_kernel): S 120 (a partial tile), C_in 300 (a partial
         -- chunk), a partial channel block, K in 2 parts; and NaN and infinities
         {n = 1, cin = 300, cout = 218, size = {3, 5, 8}, k = 1, bias = true},
         {n = 2, cin = 128, cout = 72, size = {2, 4, 8}, k = 1, specials = 9},
