@@ -248,8 +248,8 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
 // On wgmma, with the loads by TMA (sm_90a; S and C_in multiples of 4). The cp.async
 // kernel above spends most of its issue slots on the loads' addresses and bounds; so did a wgmma
 // version of it, tried and dropped in the sixteenth session (ncu of 1024 -> 256: 0.45 warps issued a
-// cycle, busy, with the data 4 stages ahead; bench/NOTES.md). Here warp 8's lane 0
-// issues a stage as two copies, and the copy engine fills the zeros past S, C_in and C_out:
+// cycle, busy, with the data 4 stages ahead; bench/NOTES.md). Here warp 8's lane 0 issues a stage
+// as two copies (three in math "fp32"), and the copy engine fills the zeros past S, C_in and C_out:
 // - w's chunk: a box of 32 input by 64 output channels, 128-byte swizzled (rows of 32 floats), as
 //   wgmma's B descriptor (tc_wg_desc128) reads it;
 // - x's chunk: a box of 136 positions by 32 channels (8 positions past the tile: the pitch that
