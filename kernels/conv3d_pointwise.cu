@@ -441,7 +441,8 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   // Measured (H200, tf32 ms, 256 against 128): 64 -> 256 of (2, 64, 16, 32, 32) 0.0224 against
   // 0.0259, 64 -> 64 of (2, 64, 32, 64, 64) 0.0470 against 0.0519; but 256 -> 64 of (2, 256, 16,
   // 32, 32) 0.0336 against 0.0226 (128 tiles of 256: K split, and a second launch).
-  // VOLUA_PW_BM=128|256 forces one in math "tf32" (for measuring).
+  // VOLUA_PW_BM=128|256 forces one in math "tf32" (for measuring; not on the TMA kernel, whose
+  // tiles are 128).
   const char *bme = getenv("VOLUA_PW_BM");
   const int fbm = bme ? atoi(bme) : 0;
   int sms = 0;
