@@ -263,39 +263,6 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int6
   tc_grid_wait(); // the input copy (the kernel before this one) is done too: this kernel's end says both ended
 }
 
-// The two maps (cuTensorMapEncodeTiled, tc_core.cuh's tc_encoder): FLOAT32, no
-// interleave, swizzle 128 B (3), L2 promotion 128 B (2), zeros outside (0). 0, or 1 where refused.
-static int cl_encode(tc_tmap *m, const float *base, const int64_t dim[5], const int box[5], const int es[5]) {
-  for (int d = 0; d < 5; d++)
-    if (box[d] < 1 || box[d] > 256 || es[d] < 1 || es[d] > 8 || dim[d] < 1) return 1;
-#ifndef VOLUA_TC_EMULATE
-  const tc_encode_fn encode = tc_encoder();
-  if (!encode) return 1;
-  uint64_t gdim[5], gstride[4];
-  uint32_t b[5], e[5];
-  uint64_t st = 4;
-  for (int d = 0; d < 5; d++) {
-    gdim[d] = (uint64_t)dim[d];
-    if (d > 0) gstride[d - 1] = st;
-    st *= gdim[d];
-    b[d] = (uint32_t)box[d];
-    e[d] = (uint32_t)es[d];
-  }
-  return encode(m, 7, 5, const_cast<float *>(base), gdim, gstride, b, e, 0, 3, 2, 0) != 0;
-#else
-  m->base = base;
-  int64_t st = 1;
-  for (int d = 0; d < 5; d++) {
-    m->dim[d] = dim[d];
-    m->stride[d] = st;
-    st *= dim[d];
-    m->box[d] = box[d];
-    m->estride[d] = es[d];
-  }
-  m->swz = 1;
-  return 0;
-#endif
-}
 
 static int64_t cl_pow2_at_least(int64_t v, int64_t cap) {
   int64_t r = 1;
@@ -464,7 +431,8 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   const int xes[5] = {1, p.stride[2], p.stride[1], p.stride[0], 1};
   const int64_t wdim[5] = {Cp, g->C_out, taps, 1, 1};
   const int wbox[5] = {32, BN, 1, 1, 1}, wes[5] = {1, 1, 1, 1, 1};
-  if (cl_encode(&p.xmap, xcl, xdim, xbox, xes) || cl_encode(&p.wmap, wcl, wdim, wbox, wes)) {
+  // (both 128-byte swizzled, as tc_wg_desc128 reads them)
+  if (tc_encode_map(&p.xmap, xcl, 5, xdim, xbox, xes, 3) || tc_encode_map(&p.wmap, wcl, 5, wdim, wbox, wes, 3)) {
     volua_cuda_free(xcl);
     volua_cuda_free(wcl);
     volua_cuda_free(ws);

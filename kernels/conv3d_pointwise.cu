@@ -385,24 +385,6 @@ static int pw_launch(const PwParams &p, unsigned grid, cudaStream_t s, char *err
   return 0;
 }
 
-// A map of a float tensor of dims (innermost first, 5 at most; the rest 1) for tc_tma_load5: boxes
-// of `box`, swizzle 0 (none) or 3 (128 bytes), zeros outside. 0, or 1 where the encoder is missing
-// or refuses.
-static int pw_encode(tc_tmap *m, const float *base, int rank, const int64_t *dim, const int *box, int swizzle) {
-  const volua_tc::tc_encode_fn encode = volua_tc::tc_encoder();
-  if (!encode) return 1;
-  uint64_t gdim[5], gstride[4];
-  uint32_t b[5], e[5] = {1, 1, 1, 1, 1};
-  uint64_t st = 4;
-  for (int d = 0; d < 5; d++) {
-    gdim[d] = d < rank ? (uint64_t)dim[d] : 1;
-    b[d] = d < rank ? (uint32_t)box[d] : 1;
-    if (d > 0) gstride[d - 1] = st;
-    st *= gdim[d];
-  }
-  return encode(m, 7, 5, const_cast<float *>(base), gdim, gstride, b, e, 0, swizzle, 2, 0) != 0;
-}
-
 template <bool SPLIT> static int pw_launch_tma(const PwTmaParams &tp, unsigned grid, cudaStream_t s, char *err) {
   const char *op = "conv3d";
   const size_t smem = (size_t)tp.stages * PWT_STAGE(SPLIT) + 2 * tp.stages * 8 + 1024;
@@ -469,7 +451,8 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   if (tma) {
     const int64_t xdim[3] = {p.S, p.C_in, g->N}, wdim[2] = {p.C_in, p.C_out};
     const int xbox[3] = {PWT_XP, 32, 1}, wbox[2] = {32, PW_BN};
-    tma = pw_encode(&tp.xmap, x, 3, xdim, xbox, 0) == 0 && pw_encode(&tp.wmap, w, 2, wdim, wbox, 3) == 0;
+    tma = volua_tc::tc_encode_map(&tp.xmap, x, 3, xdim, xbox, NULL, 0) == 0 &&
+          volua_tc::tc_encode_map(&tp.wmap, w, 2, wdim, wbox, NULL, 3) == 0;
   }
   const bool wide = math == VOLUA_MATH_TF32 && !tma &&
                     (fbm == 256 || (fbm != 128 && g->N * ((p.S + 255) / 256) * ((p.C_out + PW_BN - 1) / PW_BN) >= sms));
@@ -548,7 +531,7 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
       volua_cuda_free(ws);
       return volua_kernel_error(err, op, e, "pw_wsplit_kernel", __FILE__, __LINE__);
     }
-    if (pw_encode(&tp.wsmap, wsmall, 2, wdim, wbox, 3)) {
+    if (volua_tc::tc_encode_map(&tp.wsmap, wsmall, 2, wdim, wbox, NULL, 3)) {
       volua_cuda_free(wsmall);
       volua_cuda_free(ws);
       return VOLUA_FAST_NOT_APPLICABLE;

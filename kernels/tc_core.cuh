@@ -1477,16 +1477,13 @@ static inline int tc_get_env(Env *env, const char *op, char *err) {
   *env = cached;
   return 0;
 }
-// p.tmap for p.tma: the input as a 5-dimensional tensor (W, H, D, C_in, N * groups), a box of
-// (pitch_w, prow, planes spanned along D, ci_chunk, 1) with element stride idil[0] along D, zeros
-// outside. 0, or 1 where the encoder is missing or refuses (the caller then stages by threads).
-// The encoder is a driver function reached through the runtime (volua links no libcuda). Its
-// signature and enum values are the driver's cuTensorMapEncodeTiled (cuda.h, CUDA 12.0 on): data
-// type 7 FLOAT32, interleave 0 none, swizzle 0 none, L2 promotion 2 (128 B), out-of-bounds fill 0
-// (zeros); it returns 0 (CUDA_SUCCESS) or an error.
+// TMA maps (tc_encode_map, below) come from a driver function reached through the runtime (volua
+// links no libcuda). Its signature and enum values are the driver's cuTensorMapEncodeTiled (cuda.h,
+// CUDA 12.0 on): data type 7 FLOAT32, interleave 0 none, swizzle 0 none or 3 128 B, L2 promotion 2
+// (128 B), out-of-bounds fill 0 (zeros); it returns 0 (CUDA_SUCCESS) or an error.
 typedef int (*tc_encode_fn)(tc_tmap *, int, uint32_t, void *, const uint64_t *, const uint64_t *, const uint32_t *,
                             const uint32_t *, int, int, int, int);
-// The encoder, looked up once (NULL where the driver has none); conv3d_cl.cu's maps use it too.
+// The encoder, looked up once (NULL where the driver has none).
 static inline tc_encode_fn tc_encoder(void) {
   static tc_encode_fn encode = NULL;
   static int looked = 0;
@@ -1502,17 +1499,6 @@ static inline tc_encode_fn tc_encoder(void) {
   }
   return encode;
 }
-static inline int tc_encode_tmap(Params &p) {
-  const tc_encode_fn encode = tc_encoder();
-  if (!encode) return 1;
-  const uint64_t W = (uint64_t)p.in[2], H = (uint64_t)p.in[1], D = (uint64_t)p.in[0], C = (uint64_t)p.C_in;
-  const uint64_t dim[5] = {W, H, D, C, (uint64_t)(p.N * p.groups)};
-  const uint64_t stride[4] = {W * 4, W * H * 4, W * H * D * 4, W * H * D * C * 4}; // bytes, dims 1..4
-  const uint32_t box[5] = {(uint32_t)p.pitch_w, (uint32_t)p.prow, (uint32_t)((p.taps[0] - 1) * p.idil[0] + 1),
-                           (uint32_t)p.ci_chunk, 1};
-  const uint32_t estride[5] = {1, 1, (uint32_t)p.idil[0], 1, 1};
-  return encode(&p.tmap, 7, 5, const_cast<float *>(p.x), dim, stride, box, estride, 0, 0, 2, 0) != 0;
-}
 #else
 template <class K> static inline int tc_prepare_kernel(K, size_t) { return 0; }
 template <class K> static inline int tc_blocks_per_sm(K, size_t, int *nb) {
@@ -1524,24 +1510,52 @@ static inline int tc_get_env(Env *env, const char *, char *) {
   *env = tc_emu_env;
   return 0;
 }
-static inline int tc_encode_tmap(Params &p) { // what the GPU's encoder is given (tc_prims.cuh's emulated TMA)
-  tc_tmap &m = p.tmap;
-  m.base = p.x;
+#endif
+
+// A map of the contiguous float tensor at `base` with `rank` dims (innermost first; up to 5, the
+// rest taken as 1): boxes of `box`, element strides `es` (NULL: all 1), swizzle 0 (none) or 3 (128
+// bytes), zeros outside. 0, or 1 where the encoder is missing or refuses (the callers then take
+// another way). The maps of tc_encode_tmap (below), conv3d_cl.cu and conv3d_pointwise.cu. Emulated:
+// what the GPU's encoder is given (tc_prims.cuh's emulated TMA), refused where it would refuse a
+// box row or a base that is not 16-byte aligned.
+static inline int tc_encode_map(tc_tmap *m, const float *base, int rank, const int64_t *dim, const int *box,
+                                const int *es, int swizzle) {
+  uint64_t gdim[5], gstride[4]; // elements; bytes, of dims 1..4
+  uint32_t b[5], e[5];
+  uint64_t st = 4;
+  for (int d = 0; d < 5; d++) {
+    const int64_t n = d < rank ? dim[d] : 1;
+    const int bx = d < rank ? box[d] : 1, ex = d < rank && es ? es[d] : 1;
+    if (n < 1 || bx < 1 || bx > 256 || ex < 1 || ex > 8) return 1;
+    gdim[d] = (uint64_t)n, b[d] = (uint32_t)bx, e[d] = (uint32_t)ex;
+    if (d > 0) gstride[d - 1] = st;
+    st *= gdim[d];
+  }
+#ifndef VOLUA_TC_EMULATE
+  const tc_encode_fn encode = tc_encoder();
+  if (!encode) return 1;
+  return encode(m, 7, 5, const_cast<float *>(base), gdim, gstride, b, e, 0, swizzle, 2, 0) != 0;
+#else
+  m->base = base;
+  for (int d = 0; d < 5; d++) {
+    m->dim[d] = (int64_t)gdim[d];
+    m->stride[d] = d == 0 ? 1 : (int64_t)(gstride[d - 1] / 4);
+    m->box[d] = (int)b[d];
+    m->estride[d] = (int)e[d];
+  }
+  m->swz = swizzle == 3;
+  return (b[0] * 4) % 16 != 0 || ((uintptr_t)base % 16) != 0;
+#endif
+}
+// p.tmap for p.tma: the input as a 5-dimensional tensor (W, H, D, C_in, N * groups), a box of
+// (pitch_w, prow, planes spanned along D, ci_chunk, 1) with element stride idil[0] along D, no
+// swizzle (the caller stages by threads where this refuses).
+static inline int tc_encode_tmap(Params &p) {
   const int64_t dim[5] = {p.in[2], p.in[1], p.in[0], p.C_in, p.N * p.groups};
   const int box[5] = {p.pitch_w, p.prow, (int)((p.taps[0] - 1) * p.idil[0] + 1), p.ci_chunk, 1};
   const int es[5] = {1, 1, (int)p.idil[0], 1, 1};
-  int64_t st = 1;
-  for (int d = 0; d < 5; d++) {
-    m.dim[d] = dim[d];
-    m.stride[d] = st;
-    st *= dim[d];
-    m.box[d] = box[d];
-    m.estride[d] = es[d];
-    if (box[d] < 1 || box[d] > 256 || es[d] < 1 || es[d] > 8) return 1;
-  }
-  return (p.pitch_w * 4) % 16 != 0 || ((uintptr_t)p.x % 16) != 0;
+  return tc_encode_map(&p.tmap, p.x, 5, dim, box, es, 0);
 }
-#endif
 
 // The weights in fragment order (scratch from the caching allocator; the caller frees it after
 // the launches that read it: every launch is on one stream).

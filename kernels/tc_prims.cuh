@@ -475,8 +475,8 @@ static inline void tc_bar_arrive(int id, int count) { (void)tc_emu_bar(id, count
 // word holds its completed phases (bits 0-15), its arrival count (16-23), the arrivals still
 // missing in this phase (24-31) and the bytes still expected (32-63, signed); a phase completes
 // when both reach 0; waiters spin on the phase count. The map holds what cuTensorMapEncodeTiled is
-// given (tc_core.cuh's tc_encode_tmap, conv3d_cl.cu's cl_encode); swz 128: the box lands in the
-// 128-byte swizzle (tc_emu_swz), as the GPU's CU_TENSOR_MAP_SWIZZLE_128B.
+// given (tc_core.cuh's tc_encode_map); swz non-zero: the box lands in the 128-byte swizzle
+// (tc_emu_swz), as the GPU's CU_TENSOR_MAP_SWIZZLE_128B.
 struct tc_tmap {
   const float *base;
   int64_t dim[5], stride[5]; // elements; stride[0] = 1
