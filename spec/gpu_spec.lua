@@ -732,64 +732,47 @@ describe("GPU large tensors (VOLUA_TEST_LARGE=1)", function()
     full_gc()
   end)
 
-  it("conv3d 1x1x1 (conv3d_pointwise.cu) on (2, 2, 1024, 1024, 520): 2.18 G elements in, 3.27 G out", function()
-    -- outputs of the last sample (element offsets past 2^31) recomputed here from their inputs;
-    -- VOLUA_PW=1 (its rule leaves 3 output channels in math "fp32" to conv3d_tc.cu), set through the FFI
+  -- A 1x1x1 conv3d of `cout` channels on a random input of `shape`, with `env` (the kernel's switches)
+  -- set through the FFI and, where given, math `math_mode`: 41 outputs of the last sample (element
+  -- offsets past 2^31) recomputed here from their inputs, each to |got - want| <= atol + rtol |want|.
+  local function pointwise_large(shape, cout, env, math_mode, rtol, atol, seed)
     local ffi = require "ffi"
     pcall(ffi.cdef, "int setenv(const char *, const char *, int); int unsetenv(const char *);")
-    local shape = {2, 2, 1024, 1024, 520}
-    local x = vol.rand(shape, {seed = SEED + 11, device = "cuda"})
-    local w, b = data({3, 2, 1, 1, 1}, SEED + 12), data({3}, SEED + 13)
-    ffi.C.setenv("VOLUA_PW", "1", 1)
+    local n, cin = shape[1], shape[2]
+    local x = vol.rand(shape, {seed = seed, device = "cuda"})
+    local w, b = data({cout, cin, 1, 1, 1}, seed + 1), data({cout}, seed + 2)
+    for k, v in pairs(env) do ffi.C.setenv(k, v, 1) end
+    local before = vol.get_math()
+    if math_mode then vol.set_math(math_mode) end
     local ok, y = pcall(vol.conv3d, x, w:cuda(), b:cuda())
-    ffi.C.unsetenv("VOLUA_PW")
+    vol.set_math(before)
+    for k in pairs(env) do ffi.C.unsetenv(k) end
     assert.is_true(ok, tostring(y))
-    assert.same({2, 3, 1024, 1024, 520}, y.shape)
-    local r = generator(SEED + 14)
+    assert.same({n, cout, shape[3], shape[4], shape[5]}, y.shape)
+    local r = generator(seed + 3)
     for i = 1, 41 do
-      local p = i == 41 and {1024, 1024, 520} or {r.int(1, 1024), r.int(1, 1024), r.int(1, 520)}
-      local c = r.int(1, 3)
+      local p = i == 41 and {shape[3], shape[4], shape[5]} or {r.int(1, shape[3]), r.int(1, shape[4]), r.int(1, shape[5])}
+      local c = r.int(1, cout)
       local want = b:get(c)
-      for ci = 1, 2 do want = want + w:get(c, ci, 1, 1, 1) * x:get(2, ci, p[1], p[2], p[3]) end
-      local got = y:get(2, c, p[1], p[2], p[3])
-      assert.is_true(math.abs(got - want) <= ATOL + RTOL * math.abs(want),
-        ("y[2, %d, %d, %d, %d] = %s, want %s"):format(c, p[1], p[2], p[3], tostring(got), tostring(want)))
+      for ci = 1, cin do want = want + w:get(c, ci, 1, 1, 1) * x:get(n, ci, p[1], p[2], p[3]) end
+      local got = y:get(n, c, p[1], p[2], p[3])
+      assert.is_true(math.abs(got - want) <= atol + rtol * math.abs(want),
+        ("y[%d, %d, %d, %d, %d] = %s, want %s"):format(n, c, p[1], p[2], p[3], tostring(got), tostring(want)))
     end
     x, y = nil, nil
     full_gc()
+  end
+
+  it("conv3d 1x1x1 (conv3d_pointwise.cu) on (2, 2, 1024, 1024, 520): 2.18 G elements in, 3.27 G out", function()
+    -- VOLUA_PW=1: its rule leaves 3 output channels in math "fp32" to conv3d_tc.cu
+    pointwise_large({2, 2, 1024, 1024, 520}, 3, {VOLUA_PW = "1"}, nil, RTOL, ATOL, SEED + 11)
   end)
 
   it("conv3d 1x1x1 in math tf32 by TMA (conv3d_pointwise_tma_kernel) on (2, 128, 9, 1024, 1024): 2.42 G elements in", function()
-    -- the copy engine's maps address x past 2^31 elements (the last sample's channels from 100); outputs of
-    -- the last sample recomputed here in float64 and compared at math "tf32"'s tolerance; VOLUA_PW=1
-    -- and VOLUA_PW_TMA=2 (its rule leaves 4 output channels to conv3d_tc.cu), set through the FFI
-    local ffi = require "ffi"
-    pcall(ffi.cdef, "int setenv(const char *, const char *, int); int unsetenv(const char *);")
-    local shape = {2, 128, 9, 1024, 1024}
-    local x = vol.rand(shape, {seed = SEED + 15, device = "cuda"})
-    local w, b = data({4, 128, 1, 1, 1}, SEED + 16), data({4}, SEED + 17)
-    ffi.C.setenv("VOLUA_PW", "1", 1)
-    ffi.C.setenv("VOLUA_PW_TMA", "2", 1)
-    local before = vol.get_math()
-    vol.set_math("tf32")
-    local ok, y = pcall(vol.conv3d, x, w:cuda(), b:cuda())
-    vol.set_math(before)
-    ffi.C.unsetenv("VOLUA_PW")
-    ffi.C.unsetenv("VOLUA_PW_TMA")
-    assert.is_true(ok, tostring(y))
-    assert.same({2, 4, 9, 1024, 1024}, y.shape)
-    local r = generator(SEED + 18)
-    for i = 1, 41 do
-      local p = i == 41 and {9, 1024, 1024} or {r.int(1, 9), r.int(1, 1024), r.int(1, 1024)}
-      local c = r.int(1, 4)
-      local want = b:get(c)
-      for ci = 1, 128 do want = want + w:get(c, ci, 1, 1, 1) * x:get(2, ci, p[1], p[2], p[3]) end
-      local got = y:get(2, c, p[1], p[2], p[3])
-      assert.is_true(math.abs(got - want) <= 1e-2 + 1e-2 * math.abs(want),
-        ("y[2, %d, %d, %d, %d] = %s, want %s"):format(c, p[1], p[2], p[3], tostring(got), tostring(want)))
-    end
-    x, y = nil, nil
-    full_gc()
+    -- the copy engine's maps address x past 2^31 elements (the last sample's channels from 100), each
+    -- output a sum over all 128; VOLUA_PW=1 and VOLUA_PW_TMA=2: its rule leaves 4 output channels to
+    -- conv3d_tc.cu; math "tf32"'s tolerance
+    pointwise_large({2, 128, 9, 1024, 1024}, 4, {VOLUA_PW = "1", VOLUA_PW_TMA = "2"}, "tf32", 1e-2, 1e-2, SEED + 15)
   end)
 
   it("group_norm on (2, 4, 1024, 1024, 257): 2.16 G elements, past 2^31", function()
