@@ -9,7 +9,7 @@ volua's "fp32" is compared with PyTorch's TF32 off and its "tf32" with TF32 on (
 ';'-separated list entry of space-separated NAME=VALUE settings ("" is volua's defaults), e.g.
   python3 bench/small.py build/bin/volua ";VOLUA_TC_KSPLIT=1"
 times the default plans beside the plans without split K. SMALL_SET=sweep times the other layers
-(SWEEP, below) instead; SMALL_PICK=1,4,7 only those rows. Timing only: spec/fast_spec.lua's split
+(SWEEP, below) instead, SMALL_SET=up the upsampling layers (UP); SMALL_PICK=1,4,7 only those rows. Timing only: spec/fast_spec.lua's split
 K cases and the golden cases check the results. Inputs uniform in [0, 1), weights in [-0.5, 0.5).
 """
 import os
@@ -86,8 +86,27 @@ SWEEP = [
     ("convT 64->32 (2,64,16,32,32) k4 s2 p1", "convT", (2, 64, 16, 32, 32), (64, 32, 4, 4, 4),
      dict(stride=2, padding=1)),
 ]
+# SMALL_SET=up: upsampling layers (transposed convolutions of stride 2) of decoders, U-Nets and
+# generative models, kernels 4 (padding 1), 3 (padding 1, output padding 1) and 2
+UP = [
+    ("convT 64->32 (2,64,16,32,32) k4 s2 p1", "convT", (2, 64, 16, 32, 32), (64, 32, 4, 4, 4), dict(stride=2, padding=1)),
+    ("convT 128->64 (2,128,16,32,32) k4 s2 p1", "convT", (2, 128, 16, 32, 32), (128, 64, 4, 4, 4),
+     dict(stride=2, padding=1)),
+    ("convT 32->16 (2,32,32,64,64) k4 s2 p1", "convT", (2, 32, 32, 64, 64), (32, 16, 4, 4, 4), dict(stride=2, padding=1)),
+    ("convT 256->128 (2,256,8,16,16) k4 s2 p1", "convT", (2, 256, 8, 16, 16), (256, 128, 4, 4, 4),
+     dict(stride=2, padding=1)),
+    ("convT 512->256 (1,512,4,8,8) k4 s2 p1", "convT", (1, 512, 4, 8, 8), (512, 256, 4, 4, 4), dict(stride=2, padding=1)),
+    ("convT 64->64 (4,64,8,32,32) k4 s2 p1", "convT", (4, 64, 8, 32, 32), (64, 64, 4, 4, 4), dict(stride=2, padding=1)),
+    ("convT 64->32 (2,64,16,32,32) k3 s2 p1 op1", "convT", (2, 64, 16, 32, 32), (64, 32, 3, 3, 3),
+     dict(stride=2, padding=1, output_padding=1)),
+    ("convT 128->64 (2,128,16,32,32) k3 s2 p1 op1", "convT", (2, 128, 16, 32, 32), (128, 64, 3, 3, 3),
+     dict(stride=2, padding=1, output_padding=1)),
+    ("convT 64->32 (2,64,16,32,32) k2 s2", "convT", (2, 64, 16, 32, 32), (64, 32, 2, 2, 2), dict(stride=2)),
+]
 if os.environ.get("SMALL_SET") == "sweep":
     SHAPES = SWEEP
+elif os.environ.get("SMALL_SET") == "up":
+    SHAPES = UP
 # SMALL_PICK=1,4,7: only those rows of the set (1-based), for measuring a few shapes
 if os.environ.get("SMALL_PICK"):
     SHAPES = [SHAPES[int(i) - 1] for i in os.environ["SMALL_PICK"].split(",")]

@@ -140,8 +140,16 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
   return span < 0 ? 0 : span / s + 1;
 }
 
+// VOLUA_EMU_CL_ONLY=1: only the cases of the channels-last path (those run with VOLUA_TC_CL=1, in
+// math "tf32"), for a quick check of conv3d_cl.cu
+static bool skip_case(volua_math_mode math) {
+  const char *only = getenv("VOLUA_EMU_CL_ONLY"), *cl = getenv("VOLUA_TC_CL");
+  return only && strcmp(only, "1") == 0 && (math != VOLUA_MATH_TF32 || !(cl && strcmp(cl, "1") == 0));
+}
+
 static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
                        const int64_t pd[3], const int64_t dl[3], bool bias, volua_math_mode math, int64_t groups = 1) {
+  if (skip_case(math)) return;
   volua_conv3d_geom g;
   memset(&g, 0, sizeof g);
   g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = groups, g.padding_mode = VOLUA_PAD_ZEROS;
@@ -177,6 +185,7 @@ static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], c
 static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
                           const int64_t pd[3], const int64_t op[3], const int64_t dl[3], bool bias, volua_math_mode math,
                           int64_t groups = 1) {
+  if (skip_case(math)) return;
   volua_conv_transpose3d_geom g;
   memset(&g, 0, sizeof g);
   g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = groups;
@@ -212,6 +221,7 @@ static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3]
 
 static void run_gn_mean(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const int64_t in[3], const int64_t k[3],
                         const int64_t s[3], const int64_t pd[3], const int64_t dl[3], float offset, volua_math_mode math) {
+  if (skip_case(math)) return;
   volua_conv3d_gn_mean_geom g;
   memset(&g, 0, sizeof g);
   volua_conv3d_geom &c = g.conv;
@@ -433,6 +443,13 @@ int main(int argc, char **argv) {
       run_conv3d(2, 90, 70, in2, k, s2, p1, d2, true, m);
       setenv("VOLUA_TC_KSPLIT", "2", 1);
       run_conv3d(2, 70, 40, in2, k, s1, p1, d1, true, m);
+      // a transposed convolution's phases one by one (not as one GEMM, nor W pairs), each with K split
+      const int64_t st2[3] = {2, 2, 2}, opt[3] = {1, 0, 1};
+      setenv("VOLUA_TC_PHASES", "0", 1);
+      setenv("VOLUA_TC_WPAIR", "0", 1);
+      run_transpose(1, 70, 20, in, k, st2, p1, opt, d1, true, m);
+      unsetenv("VOLUA_TC_PHASES");
+      unsetenv("VOLUA_TC_WPAIR");
       unsetenv("VOLUA_TC_KSPLIT");
     }
     { // the channels-last path (conv3d_cl.cu; math "tf32" only: in "fp32" these take conv3d_tc.cu's):
@@ -465,6 +482,21 @@ int main(int argc, char **argv) {
       setenv("VOLUA_TC_CL_BM", "256", 1);
       run_conv3d(1, 40, 70, in, k, s1, p1, d1, true, m);
       run_conv3d(2, 36, 130, in2, k2, s2, p0, d2, false, m);
+      unsetenv("VOLUA_TC_CL_BM");
+      // transposed convolutions as phases, all in one launch: k4 s2 p1 (8 phases of 2 x 2 x 2 taps),
+      // k3 s2 p1 op1 (phases of 2 and 1 taps, grids of unequal size), k2 s2, strides (2, 1, 3) with
+      // output padding, kernel (1, 3, 5); split K over 3 parts; 256 positions a block
+      const int64_t s222[3] = {2, 2, 2}, s213[3] = {2, 1, 3}, k4[3] = {4, 4, 4}, k135[3] = {1, 3, 5};
+      const int64_t op0[3] = {0, 0, 0}, op1[3] = {1, 1, 1}, op2[3] = {1, 0, 2}, p10[3] = {0, 1, 2}, k222[3] = {2, 2, 2};
+      run_transpose(2, 40, 70, in, k4, s222, p1, op0, d1, true, m);
+      run_transpose(1, 36, 64, in2, k, s222, p1, op1, d1, false, m);
+      run_transpose(1, 33, 130, in, k222, s222, op0, op0, d1, true, m);
+      run_transpose(2, 36, 72, in, k135, s213, p10, op2, d1, true, m);
+      setenv("VOLUA_TC_KSPLIT", "3", 1);
+      run_transpose(1, 70, 64, in, k4, s222, p1, op0, d1, true, m);
+      unsetenv("VOLUA_TC_KSPLIT");
+      setenv("VOLUA_TC_CL_BM", "256", 1);
+      run_transpose(1, 40, 70, in2, k, s222, p1, op1, d1, true, m);
       unsetenv("VOLUA_TC_CL_BM");
       unsetenv("VOLUA_TC_CL");
     }

@@ -23,6 +23,13 @@
 // The copies, the GEMM and the sum run as a chain of programmatic dependent launches: the weight
 // copy starts beside the input copy and, once done, waits for it, so that its end means both ended;
 // the GEMM and the sum start early (set-up, barriers) and wait for the kernel before them.
+//
+// Transposed convolutions (volua_cuda_conv_transpose3d_cl) run here too, as phases: the outputs
+// o = stride*q + c of one phase c (per dim) see a fixed set of taps, a stride-1 convolution over q
+// (conv_transpose3d_tc.cu's phase_of). All phases are one launch: a block's number says its phase
+// (ClPhase: its grid, padding, taps, where its taps are in the weight, its output offset), so that
+// deep layers on small volumes, whose phases each have a few tiles, fill the SMs. conv3d is the
+// one-phase case (output step 1, taps walked forward).
 #include "tc_core.cuh"
 
 using namespace volua_tc;
@@ -37,23 +44,35 @@ namespace {
 // dispatch at the bottom), which the plan below chooses from and VOLUA_TC_CL_BN may force.
 static const int cl_widths[] = {64, 128, 160, 192, 224, 256};
 
+#define CL_MAX_PHASES 8
+
+// One phase of the GEMM: positions q < Q of its grid (per dim) read input q * stride - pad + j * dil
+// for its taps j < taps, whose weight is tap kfirst + j * kstep of the kernel, and write output
+// q * ostep + oofs (conv3d: one phase, kfirst 0, kstep 1, ostep 1, oofs 0).
+struct ClPhase {
+  int64_t tiles[3]; // tiles along D, H, W
+  int64_t first;    // its first block (the phases' blocks follow each other)
+  int Q[3], pad[3], taps[3], kfirst[3], kstep[3], oofs[3];
+  int niter; // its K steps: taps x channel chunks
+};
+
 struct ClParams {
   tc_tmap xmap, wmap; // (C, W, H, D, N) of xcl; (C, C_out, tap, 1, 1) of wcl
   float *y;           // the output, or (ksplit > 1) the parts' copies of it
   const float *bias;  // (ksplit 1) or NULL
   int64_t C_out, out[3], ysize;
-  int64_t tiles[3]; // tiles along D, H, W
-  int64_t mtiles;   // N * tiles[0] * tiles[1] * tiles[2]
-  int box[3];       // bd, bh, bw: positions per tile along D, H, W (product 128)
-  int stride[3], pad[3], dil[3], taps[3];
-  int co_blocks, cchunks, niter, ksplit, stages;
+  int box[3];         // bd, bh, bw: positions per tile along D, H, W (product 128 or 256)
+  int stride[3], dil[3], ostep[3], kdim[3];
+  int co_blocks, cchunks, ksplit, stages, nph;
+  ClPhase ph[CL_MAX_PHASES];
 };
 
 template <int WN, int MI> struct ClStage {
   static const int A_BYTES = MI * CL_A_BYTES, B_BYTES = WN * 8 * 128, BYTES = A_BYTES + B_BYTES;
 };
 
-// Block b: unit u = b / ksplit = (tile mt, channel block cb) = (u / co_blocks, u % co_blocks), part b % ksplit.
+// Block b of phase f (b - first): unit u = (b - first) / ksplit = (tile mt, channel block cb) =
+// (u / co_blocks, u % co_blocks), part (b - first) % ksplit.
 // MI: 64-row slices a warpgroup (1 or 2: a tile of 128 or 256 positions, each B serving twice the rows).
 template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID_CONST ClParams p) {
   TC_SMEM_DECL(smem_raw);
@@ -62,19 +81,22 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
   uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)S * STAGE), *empty = full + S;
   const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
-  int64_t u = blockIdx.x;
+  int f = 0;
+  while (f + 1 < p.nph && (int64_t)blockIdx.x >= p.ph[f + 1].first) f++;
+  const ClPhase &P = p.ph[f];
+  int64_t u = (int64_t)blockIdx.x - P.first;
   const int part = (int)(u % p.ksplit);
   u /= p.ksplit;
   const int cb = (int)(u % p.co_blocks);
   int64_t t = u / p.co_blocks;
-  const int64_t tw = t % p.tiles[2];
-  t /= p.tiles[2];
-  const int64_t th = t % p.tiles[1];
-  t /= p.tiles[1];
-  const int64_t td = t % p.tiles[0];
-  const int64_t n = t / p.tiles[0];
+  const int64_t tw = t % P.tiles[2];
+  t /= P.tiles[2];
+  const int64_t th = t % P.tiles[1];
+  t /= P.tiles[1];
+  const int64_t td = t % P.tiles[0];
+  const int64_t n = t / P.tiles[0];
   const int d0 = (int)(td * p.box[0]), h0 = (int)(th * p.box[1]), w0 = (int)(tw * p.box[2]);
-  const int it_lo = (int)((int64_t)part * p.niter / p.ksplit), it_hi = (int)((int64_t)(part + 1) * p.niter / p.ksplit);
+  const int it_lo = (int)((int64_t)part * P.niter / p.ksplit), it_hi = (int)((int64_t)(part + 1) * P.niter / p.ksplit);
 
   if (tid == 0) {
     for (int s = 0; s < S; s++) {
@@ -92,23 +114,30 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
       // step: the divisions by run-time values they replace, here and in the consumers' loop, held
       // about 16 % of the 256 -> 256 GEMM's ncu samples, which went from 55 to 46 us without them)
       int s = 0, ph = 0, tap = it_lo / p.cchunks, cc = it_lo - tap * p.cchunks;
-      int jd = tap / (p.taps[1] * p.taps[2]), jh = tap / p.taps[2] % p.taps[1], jw = tap % p.taps[2];
+      int jd = tap / (P.taps[1] * P.taps[2]), jh = tap / P.taps[2] % P.taps[1], jw = tap % P.taps[2];
+      // the kernel tap of (jd, jh, jw): its row in wcl
+      auto ktap = [&]() {
+        return ((P.kfirst[0] + jd * P.kstep[0]) * p.kdim[1] + P.kfirst[1] + jh * P.kstep[1]) * p.kdim[2] + P.kfirst[2] +
+               jw * P.kstep[2];
+      };
+      int kt = ktap();
       for (int it = it_lo; it < it_hi; it++) {
         const int i = it - it_lo;
         if (i >= S) tc_mbar_wait(empty + s, ph ^ 1); // the consumers are done with step i - S
         unsigned char *st = smem + (size_t)s * STAGE;
         tc_mbar_expect_tx(full + s, (unsigned)STAGE);
-        tc_tma_load5(st, &p.xmap, cc * 32, w0 * p.stride[2] - p.pad[2] + jw * p.dil[2],
-                     h0 * p.stride[1] - p.pad[1] + jh * p.dil[1], d0 * p.stride[0] - p.pad[0] + jd * p.dil[0], (int)n,
+        tc_tma_load5(st, &p.xmap, cc * 32, w0 * p.stride[2] - P.pad[2] + jw * p.dil[2],
+                     h0 * p.stride[1] - P.pad[1] + jh * p.dil[1], d0 * p.stride[0] - P.pad[0] + jd * p.dil[0], (int)n,
                      full + s);
-        tc_tma_load5(st + A_BYTES, &p.wmap, cc * 32, cb * WN * 8, tap, 0, 0, full + s);
+        tc_tma_load5(st + A_BYTES, &p.wmap, cc * 32, cb * WN * 8, kt, 0, 0, full + s);
         if (++s == S) s = 0, ph ^= 1;
         if (++cc == p.cchunks) {
-          cc = 0, tap++;
-          if (++jw == p.taps[2]) {
+          cc = 0;
+          if (++jw == P.taps[2]) {
             jw = 0;
-            if (++jh == p.taps[1]) jh = 0, jd++;
+            if (++jh == P.taps[1]) jh = 0, jd++;
           }
+          kt = ktap();
         }
       }
     }
@@ -142,7 +171,8 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
   }
   tc_wg_wait<0>();
 
-  // the epilogue: row r of the tile is position (r / (bh bw), r / bw % bh, r % bw) of its box
+  // the epilogue: row r of the tile is position (r / (bh bw), r / bw % bh, r % bw) of its box, in
+  // the phase's grid; its output is q * ostep + oofs
   const int bhw = p.box[1] * p.box[2];
   const int64_t vol = p.out[0] * p.out[1] * p.out[2];
   float *y = p.y + (p.ksplit > 1 ? (int64_t)part * p.ysize : 0);
@@ -150,9 +180,11 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
   for (int mh = 0; mh < 2 * MI; mh++) { // (unrolled: acc's indices must be constants, or acc goes to the stack)
     const int m = mh >> 1, half = mh & 1;
     const int r = (MI * g + m) * 64 + (warp & 3) * 16 + (lane >> 2) + half * 8;
-    const int od = d0 + r / bhw, oh = h0 + r / p.box[2] % p.box[1], ow = w0 + r % p.box[2];
-    if (od >= p.out[0] || oh >= p.out[1] || ow >= p.out[2]) continue;
-    float *yq = y + n * p.C_out * vol + ((int64_t)od * p.out[1] + oh) * p.out[2] + ow;
+    const int qd = d0 + r / bhw, qh = h0 + r / p.box[2] % p.box[1], qw = w0 + r % p.box[2];
+    if (qd >= P.Q[0] || qh >= P.Q[1] || qw >= P.Q[2]) continue;
+    const int64_t od = (int64_t)qd * p.ostep[0] + P.oofs[0], oh = (int64_t)qh * p.ostep[1] + P.oofs[1],
+                  ow = (int64_t)qw * p.ostep[2] + P.oofs[2];
+    float *yq = y + n * p.C_out * vol + (od * p.out[1] + oh) * p.out[2] + ow;
 #pragma unroll
     for (int j = 0; j < WN; j++)
 #pragma unroll
@@ -220,15 +252,21 @@ TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, int64_t C, int64_t C
   }
 }
 
-// wcl (tap, C_out, Cp) = tf32(w (C_out, C, taps)), channels C..Cp-1 zero. Block: one output channel
-// (blockIdx.y) and CL_WC input channels (blockIdx.x), tt taps at a time (all of them where they fit
-// in 48 KB of shared memory): the reads are one contiguous run of cn x tt floats (CL_WLOADS in
-// flight a thread), the writes a row of CL_WC channels (512 bytes) per tap. Shared memory holds
-// (channel, tap): as read (pitch taps) where all taps fit, else with an odd pitch.
+// wcl (tap, C_out, Cp) = tf32(w), the weight of (co, c, tap) at w[co * w_co + c * w_c + tap] (conv3d's
+// (C_out, C, taps): w_co = C taps, w_c = taps; a transposed convolution's (C, C_out, taps): w_co =
+// taps, w_c = C_out taps), channels C..Cp-1 zero. Block: one output channel (blockIdx.y) and CL_WC
+// input channels (blockIdx.x), tt taps at a time (all of them where they fit in 48 KB of shared
+// memory): the reads are runs of tt floats (conv3d with all taps: one contiguous run of cn x tt;
+// CL_WLOADS in flight a thread), the writes a row of CL_WC channels (512 bytes) per tap. Shared
+// memory holds (channel, tap) with an odd pitch (tn, or tn + 1 where tn is even), so that the
+// writes' reads of one tap from 32 channels hit 32 banks: with the pitch even (64 taps of a k4
+// transposed convolution) they were 32-way conflicts, and the copy of 512 -> 256 k4 took 52 us
+// (bench/NOTES.md, seventeenth session).
 #define CL_WC 128
 #define CL_WSMEM 12288 // floats
 #define CL_WLOADS 8
-TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int64_t C, int64_t Cp, int64_t taps, int tt) {
+TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int64_t C, int64_t Cp, int64_t taps, int tt,
+                                  int64_t w_co, int64_t w_c) {
   TC_SMEM_DECL(raw);
   float *tile = reinterpret_cast<float *>(raw); // CL_WC x pitch
   const int64_t co = blockIdx.y, c0 = (int64_t)blockIdx.x * CL_WC;
@@ -237,20 +275,21 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int6
   tc_grid_launch_dependents(); // the GEMM may start (and wait) while this runs
   for (int64_t t0 = 0; t0 < taps; t0 += tt) {
     const int tn = (int)(taps - t0 < tt ? taps - t0 : tt), n = cn * tn;
-    const bool whole = tn == taps; // value i of the run is (channel i / tn, tap i % tn)
-    const int pitch = whole ? tn : tt | 1;
-    const float *src = w + (co * C + c0) * taps + t0;
+    const bool run = tn == taps && w_c == taps; // value i of the run, (channel i / tn, tap i % tn), at src[i]
+    const int pitch = tn | 1;
+    const bool flat = pitch == tn; // ... at tile[i]
+    const float *src = w + co * w_co + c0 * w_c + t0;
     for (int i0 = tid; i0 < n; i0 += 256 * CL_WLOADS) {
       float v[CL_WLOADS];
 #pragma unroll
       for (int u = 0; u < CL_WLOADS; u++) {
         const int i = i0 + u * 256;
-        v[u] = i >= n ? 0.0f : whole ? src[i] : src[(int64_t)(i / tn) * taps + i % tn];
+        v[u] = i >= n ? 0.0f : run ? src[i] : src[(int64_t)(i / tn) * w_c + i % tn];
       }
 #pragma unroll
       for (int u = 0; u < CL_WLOADS; u++) {
         const int i = i0 + u * 256;
-        if (i < n) tile[whole ? i : i / tn * pitch + i % tn] = __uint_as_float(tc_tf32(v[u]));
+        if (i < n) tile[flat ? i : i / tn * pitch + i % tn] = __uint_as_float(tc_tf32(v[u]));
       }
     }
     TC_SYNC();
@@ -270,11 +309,11 @@ static int64_t cl_pow2_at_least(int64_t v, int64_t cap) {
   return r;
 }
 
-// A tile's box of `rows` output positions (a power of 2): W first (up to 128 positions), then H,
-// then D.
-static void cl_box(const volua_conv3d_geom *g, int rows, int box[3]) {
-  box[2] = (int)cl_pow2_at_least(g->out[2], 128);
-  box[1] = (int)cl_pow2_at_least(g->out[1], rows / box[2]);
+// A tile's box of `rows` positions (a power of 2) of a grid of Q positions: W first (up to 128
+// positions), then H, then D.
+static void cl_box(const int64_t Q[3], int rows, int box[3]) {
+  box[2] = (int)cl_pow2_at_least(Q[2], 128);
+  box[1] = (int)cl_pow2_at_least(Q[1], rows / box[2]);
   box[0] = rows / (box[2] * box[1]);
 }
 
@@ -292,7 +331,7 @@ static void cl_chain_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, s
     TC_LAUNCH(kernel, grid, block, smem, s, args...);
 }
 
-template <int WN, int MI> static int cl_launch(ClParams &p, const Env &env, tc_stream s, const char *op, char *err) {
+template <int WN, int MI> static int cl_launch(ClParams &p, int64_t blocks, tc_stream s, const char *op, char *err) {
   void (*kernel)(const ClParams) = cl_conv_kernel<WN, MI>;
   const size_t smem = (size_t)p.stages * ClStage<WN, MI>::BYTES + 2 * CL_MAX_STAGES * 8 + 1024;
   static size_t smem_set = 0;
@@ -300,41 +339,65 @@ template <int WN, int MI> static int cl_launch(ClParams &p, const Env &env, tc_s
     TC_CHECK(tc_prepare_kernel(kernel, smem));
     smem_set = smem;
   }
-  (void)env;
-  cl_chain_launch(kernel, tc_dim3((unsigned)(p.mtiles * p.co_blocks * p.ksplit)), tc_dim3(CL_THREADS), smem, s, p);
+  cl_chain_launch(kernel, tc_dim3((unsigned)blocks), tc_dim3(CL_THREADS), smem, s, p);
   return tc_launch_failed(op, err);
 }
 
+// What cl_run computes: a convolution of x (N, C_in, in) with weights at w[co * w_co + c * w_c + tap]
+// (tap = (kd kdim[1] + kh) kdim[2] + kw) into y (N, C_out, out), as the GEMMs of nph phases (ClPhase;
+// here with int64_t fields, checked against int before the launch) that share stride, dil and ostep.
+struct ClJob {
+  const char *op;
+  int64_t N, C_in, C_out, in[3], out[3], kdim[3], w_co, w_c;
+  int64_t stride[3], dil[3], ostep[3];
+  int nph;
+  struct {
+    int64_t Q[3], pad[3], taps[3], kfirst[3], kstep[3], oofs[3];
+  } ph[CL_MAX_PHASES];
+};
+
 } // namespace
 
-// Whether this path takes the convolution: VOLUA_TC_CL=0 never, 1 wherever it can; else the rule.
-static int cl_wanted(const volua_conv3d_geom *g) {
-  const char *v = getenv("VOLUA_TC_CL");
-  if (v && strcmp(v, "0") == 0) return 0;
-  if (v && strcmp(v, "1") == 0) return 1;
-  // measured (bench/NOTES.md, eleventh to fourteenth sessions): faster from 256 input channels, and
-  // from 64 with 128 output channels or more (64 -> 128 of (4, 64, 8, 16, 16): 0.0308 ms here,
-  // 0.0395 on conv3d_tc.cu's path; but 128 -> 64 of (2, 128, 16, 32, 32): 0.0974 here, 0.0824 there)
-  return g->C_in >= 256 || (g->C_in >= 64 && g->C_out >= 128);
-}
-
-extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
-                                    float *y, volua_math_mode math, cudaStream_t s, char *err) {
-  const char *op = "conv3d";
-  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->padding_mode != VOLUA_PAD_ZEROS || g->C_in < 32 ||
-      g->C_out < 64 || !cl_wanted(g))
-    return VOLUA_FAST_NOT_APPLICABLE;
+// The GEMM of job J on the channels-last copies: 0, 1 (an error, in err) or VOLUA_FAST_NOT_APPLICABLE
+// (nothing launched).
+static int cl_run(const ClJob &J, const float *x, const float *w, const float *b, float *y, tc_stream s, char *err) {
+  const char *op = J.op;
+  if (J.nph < 1 || J.nph > CL_MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
   for (int d = 0; d < 3; d++)
-    if (g->stride[d] > 8 || g->out[d] <= 0 || g->out[d] > (1 << 30) || g->in[d] > (1 << 30)) return VOLUA_FAST_NOT_APPLICABLE;
+    if (J.stride[d] > 8 || J.out[d] <= 0 || J.out[d] > (1 << 30) || J.in[d] > (1 << 30) || J.kdim[d] > (1 << 20) ||
+        J.dil[d] > (1 << 20) || J.ostep[d] > 64)
+      return VOLUA_FAST_NOT_APPLICABLE;
   Env env;
   if (tc_get_env(&env, op, err)) return 1;
   if (!env.wg) return VOLUA_FAST_NOT_APPLICABLE; // wgmma and TMA: the sm_90a code
   ClParams p;
   memset(&p, 0, sizeof p);
-  const int64_t Cp = (g->C_in + 3) / 4 * 4, taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
-  if (taps > (1 << 20) || g->C_in > (1 << 20) || g->N > (1 << 30) || g->C_out > 65535) // (grid y)
+  const int64_t Cp = (J.C_in + 3) / 4 * 4, taps = J.kdim[0] * J.kdim[1] * J.kdim[2];
+  if (taps > (1 << 20) || J.C_in > (1 << 20) || J.N > (1 << 30) || J.C_out > 65535) // (grid y)
     return VOLUA_FAST_NOT_APPLICABLE;
-  cl_box(g, CL_ROWS, p.box);
+  // the phases' grids: the box is the largest grid's (every phase tiles with the same box, so that
+  // one input map serves them all); the most K steps of a phase
+  int64_t Qmax[3] = {0, 0, 0}, ptaps = 0;
+  for (int f = 0; f < J.nph; f++) {
+    int64_t pt = 1;
+    for (int d = 0; d < 3; d++) {
+      if (J.ph[f].Q[d] <= 0 || J.ph[f].taps[d] <= 0) return VOLUA_FAST_NOT_APPLICABLE;
+      if (J.ph[f].Q[d] > Qmax[d]) Qmax[d] = J.ph[f].Q[d];
+      pt *= J.ph[f].taps[d];
+    }
+    if (pt > ptaps) ptaps = pt;
+  }
+  cl_box(Qmax, CL_ROWS, p.box);
+  // tiles of a box of `rows` positions, over all phases
+  auto tiles_of = [&](const int box[3]) {
+    int64_t t = 0;
+    for (int f = 0; f < J.nph; f++) {
+      int64_t tf = J.N;
+      for (int d = 0; d < 3; d++) tf *= tc_cdiv(J.ph[f].Q[d], box[d]);
+      t += tf;
+    }
+    return t;
+  };
   // channels a block (BN): of 64 (only below 128 output channels), 128, 160, 192, 224 and 256, no more
   // than C_out, the one whose blocks pad C_out to the fewest columns, the widest of those (each A
   // box then serves more columns); 256 only where its blocks, split at most 16 ways, still fill the
@@ -349,72 +412,96 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   // VOLUA_TC_CL_BN=64|128|160|192|224|256 for measuring.
   int WN = 8;
   {
-    int64_t t = g->N;
-    for (int d = 0; d < 3; d++) t *= tc_cdiv(g->out[d], p.box[d]);
-    const int64_t steps = taps * tc_cdiv(g->C_in, 32), most = steps / 8 < 16 ? steps / 8 : 16;
-    const bool fill256 = t * tc_cdiv(g->C_out, 256) * (most > 1 ? most : 1) >= env.sms;
+    const int64_t t = tiles_of(p.box);
+    const int64_t steps = ptaps * tc_cdiv(J.C_in, 32), most = steps / 8 < 16 ? steps / 8 : 16;
+    const bool fill256 = t * tc_cdiv(J.C_out, 256) * (most > 1 ? most : 1) >= env.sms;
     int64_t best = INT64_MAX;
     for (const int bn : cl_widths) { // (ascending: the last of equal paddings is the widest)
-      if (bn > g->C_out || (bn == 64 && g->C_out >= 128) || (bn == 256 && !fill256)) continue;
-      const int64_t cols = tc_cdiv(g->C_out, bn) * bn;
+      if (bn > J.C_out || (bn == 64 && J.C_out >= 128) || (bn == 256 && !fill256)) continue;
+      const int64_t cols = tc_cdiv(J.C_out, bn) * bn;
       if (cols <= best) best = cols, WN = bn / 8;
     }
   }
   const char *fbn = getenv("VOLUA_TC_CL_BN");
   const int fb = fbn ? atoi(fbn) : 0;
   for (const int bn : cl_widths)
-    if (fb == bn && fb <= g->C_out) WN = fb / 8;
+    if (fb == bn && fb <= J.C_out) WN = fb / 8;
   // 256 positions a block (MI 2: each B box serves twice the rows, a quarter less traffic a flop)
   // where BN is at most 128 and those blocks, unsplit, fill at least half the SMs. Measured (H200,
   // tf32): 128 -> 128 of (2, 128, 16, 32, 32), 128 blocks, GEMM 145 -> 108 us, the call 0.165 ->
   // 0.127 ms; 512 -> 512 of (1, 512, 4, 8, 8) (4 units, split) 0.056 -> 0.068, so not there.
   // VOLUA_TC_CL_BM=128|256 for measuring.
   int MI = 1, box2[3];
-  cl_box(g, 2 * CL_ROWS, box2);
+  cl_box(Qmax, 2 * CL_ROWS, box2);
   if (WN <= 16) {
-    int64_t units2 = g->N * tc_cdiv(g->C_out, WN * 8);
-    for (int d = 0; d < 3; d++) units2 *= tc_cdiv(g->out[d], box2[d]);
+    const int64_t units2 = tiles_of(box2) * tc_cdiv(J.C_out, WN * 8);
     const char *fbm = getenv("VOLUA_TC_CL_BM");
     MI = fbm && (atoi(fbm) == 128 || atoi(fbm) == 256) ? atoi(fbm) / 128 : 2 * units2 >= env.sms ? 2 : 1;
   }
   if (MI == 2)
     for (int d = 0; d < 3; d++) p.box[d] = box2[d];
   const int BN = WN * 8;
+  p.C_out = J.C_out;
+  p.ysize = J.N * J.C_out * J.out[0] * J.out[1] * J.out[2];
+  p.co_blocks = (int)tc_cdiv(J.C_out, BN);
+  p.cchunks = (int)tc_cdiv(J.C_in, 32);
+  p.nph = J.nph;
   for (int d = 0; d < 3; d++) {
-    p.stride[d] = (int)g->stride[d];
-    p.pad[d] = (int)g->pad_lo[d];
-    p.dil[d] = (int)g->dilation[d];
-    p.taps[d] = (int)g->kernel[d];
-    p.out[d] = g->out[d];
-    p.tiles[d] = tc_cdiv(g->out[d], p.box[d]);
-    if ((int64_t)p.box[d] * g->stride[d] > 256) return VOLUA_FAST_NOT_APPLICABLE;
-    // TMA coordinates are 32-bit
-    if ((int64_t)(p.tiles[d] * p.box[d]) * g->stride[d] + (g->kernel[d] - 1) * g->dilation[d] > ((int64_t)1 << 30) ||
-        g->pad_lo[d] > ((int64_t)1 << 30))
-      return VOLUA_FAST_NOT_APPLICABLE;
+    p.stride[d] = (int)J.stride[d];
+    p.dil[d] = (int)J.dil[d];
+    p.ostep[d] = (int)J.ostep[d];
+    p.kdim[d] = (int)J.kdim[d];
+    p.out[d] = J.out[d];
+    if ((int64_t)p.box[d] * J.stride[d] > 256) return VOLUA_FAST_NOT_APPLICABLE;
   }
-  p.C_out = g->C_out;
-  p.ysize = g->N * g->C_out * g->out[0] * g->out[1] * g->out[2];
-  p.mtiles = g->N * p.tiles[0] * p.tiles[1] * p.tiles[2];
-  p.co_blocks = (int)tc_cdiv(g->C_out, BN);
-  p.cchunks = (int)tc_cdiv(g->C_in, 32);
-  p.niter = (int)(taps * p.cchunks);
+  int64_t units = 0, min_niter = INT64_MAX;
+  for (int f = 0; f < J.nph; f++) {
+    ClPhase &P = p.ph[f];
+    int64_t tf = J.N, pt = 1;
+    for (int d = 0; d < 3; d++) {
+      const int64_t Q = J.ph[f].Q[d], pad = J.ph[f].pad[d], kf = J.ph[f].kfirst[d], ks = J.ph[f].kstep[d];
+      P.tiles[d] = tc_cdiv(Q, p.box[d]);
+      tf *= P.tiles[d];
+      pt *= J.ph[f].taps[d];
+      // TMA coordinates and every tap index are 32-bit; the outputs q * ostep + oofs inside out
+      const int64_t last_tap = kf + (J.ph[f].taps[d] - 1) * ks;
+      if (P.tiles[d] * p.box[d] * J.stride[d] + (J.ph[f].taps[d] - 1) * J.dil[d] > ((int64_t)1 << 30) ||
+          pad > ((int64_t)1 << 30) || pad < -((int64_t)1 << 30) || kf < 0 || kf >= J.kdim[d] || last_tap < 0 ||
+          last_tap >= J.kdim[d] || (Q - 1) * J.ostep[d] + J.ph[f].oofs[d] >= J.out[d] || J.ph[f].oofs[d] < 0)
+        return VOLUA_FAST_NOT_APPLICABLE;
+      P.Q[d] = (int)Q;
+      P.pad[d] = (int)pad;
+      P.taps[d] = (int)J.ph[f].taps[d];
+      P.kfirst[d] = (int)kf;
+      P.kstep[d] = (int)ks;
+      P.oofs[d] = (int)J.ph[f].oofs[d];
+    }
+    P.niter = (int)(pt * p.cchunks);
+    if (P.niter < min_niter) min_niter = P.niter;
+    units += tf * p.co_blocks;
+  }
   p.stages = (int)((env.smem_optin - 1024 - 2 * CL_MAX_STAGES * 8) / (MI * CL_A_BYTES + BN * 128));
   if (p.stages > CL_MAX_STAGES) p.stages = CL_MAX_STAGES;
-  if (p.stages < 2 || p.mtiles * p.co_blocks > ((int64_t)1 << 30)) return VOLUA_FAST_NOT_APPLICABLE;
-  // split K where the units leave SMs idle: parts of at least 8 steps, at most 16 parts
-  const int64_t units = p.mtiles * p.co_blocks;
+  if (p.stages < 2 || units > ((int64_t)1 << 30)) return VOLUA_FAST_NOT_APPLICABLE;
+  // split K where the units leave SMs idle: parts of at least 8 steps (of the phase with the fewest),
+  // at most 16 parts
   int64_t parts = units < env.sms ? env.sms / units : 1;
-  if (parts > p.niter / 8) parts = p.niter / 8;
+  if (parts > min_niter / 8) parts = min_niter / 8;
   const char *ks = getenv("VOLUA_TC_KSPLIT");
-  if (ks && atoi(ks) >= 1) parts = atoi(ks) < p.niter ? atoi(ks) : p.niter;
+  if (ks && atoi(ks) >= 1) parts = atoi(ks) < min_niter ? atoi(ks) : min_niter;
   if (parts > 16) parts = 16; // (cl_reduce_kernel's most)
   if (parts < 1) parts = 1;
   while (parts > 1 && parts * p.ysize * 4 > ((int64_t)1 << 28)) parts--; // the copies: at most 256 MB
   p.ksplit = (int)parts;
+  int64_t first = 0; // the phases' blocks, one after the other
+  for (int f = 0; f < J.nph; f++) {
+    p.ph[f].first = first;
+    first += J.N * p.ph[f].tiles[0] * p.ph[f].tiles[1] * p.ph[f].tiles[2] * p.co_blocks * p.ksplit;
+  }
+  if (first > INT32_MAX) return VOLUA_FAST_NOT_APPLICABLE;
 
   float *xcl = NULL, *wcl = NULL, *ws = NULL;
-  const int64_t xn = g->N * g->in[0] * g->in[1] * g->in[2] * Cp, wn = taps * g->C_out * Cp;
+  const int64_t xn = J.N * J.in[0] * J.in[1] * J.in[2] * Cp, wn = taps * J.C_out * Cp;
   char merr[VOLUA_ERR_MAX];
   if (volua_cuda_malloc(reinterpret_cast<void **>(&xcl), xn * 4, merr) ||
       volua_cuda_malloc(reinterpret_cast<void **>(&wcl), wn * 4, merr) ||
@@ -426,10 +513,10 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
 #endif
     return VOLUA_FAST_NOT_APPLICABLE;
   }
-  const int64_t xdim[5] = {Cp, g->in[2], g->in[1], g->in[0], g->N};
+  const int64_t xdim[5] = {Cp, J.in[2], J.in[1], J.in[0], J.N};
   const int xbox[5] = {32, p.box[2] * p.stride[2], p.box[1] * p.stride[1], p.box[0] * p.stride[0], 1};
   const int xes[5] = {1, p.stride[2], p.stride[1], p.stride[0], 1};
-  const int64_t wdim[5] = {Cp, g->C_out, taps, 1, 1};
+  const int64_t wdim[5] = {Cp, J.C_out, taps, 1, 1};
   const int wbox[5] = {32, BN, 1, 1, 1}, wes[5] = {1, 1, 1, 1, 1};
   // (both 128-byte swizzled, as tc_wg_desc128 reads them)
   if (tc_encode_map(&p.xmap, xcl, 5, xdim, xbox, xes, 3) || tc_encode_map(&p.wmap, wcl, 5, wdim, wbox, wes, 3)) {
@@ -442,35 +529,35 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   p.bias = p.ksplit > 1 ? NULL : b;
 
   int rc = 0;
-  const int64_t S = g->in[0] * g->in[1] * g->in[2], stiles = tc_cdiv(S, CL_LS);
+  const int64_t S = J.in[0] * J.in[1] * J.in[2], stiles = tc_cdiv(S, CL_LS);
   const int tt = (int)(taps < CL_WSMEM / CL_WC - 1 ? taps : CL_WSMEM / CL_WC - 1);
-  if (g->N * stiles < ((int64_t)1 << 31) && tc_cdiv(Cp, 32) < 65536) {
-    TC_LAUNCH(cl_layout_kernel, tc_dim3((unsigned)(g->N * stiles), (unsigned)tc_cdiv(Cp, 32), 1), 256, 32 * (CL_LS + 1) * 4,
-              s, x, xcl, g->C_in, Cp, S, stiles);
+  if (J.N * stiles < ((int64_t)1 << 31) && tc_cdiv(Cp, 32) < 65536) {
+    TC_LAUNCH(cl_layout_kernel, tc_dim3((unsigned)(J.N * stiles), (unsigned)tc_cdiv(Cp, 32), 1), 256, 32 * (CL_LS + 1) * 4,
+              s, x, xcl, J.C_in, Cp, S, stiles);
     rc = tc_launch_failed(op, err);
   } else {
     rc = VOLUA_FAST_NOT_APPLICABLE;
   }
   if (rc == 0) {
-    cl_chain_launch(cl_weights_kernel, tc_dim3((unsigned)tc_cdiv(Cp, CL_WC), (unsigned)g->C_out, 1), tc_dim3(256),
-                    (size_t)CL_WC * (tt | 1) * 4, s, w, wcl, g->C_out, g->C_in, Cp, taps, tt);
+    cl_chain_launch(cl_weights_kernel, tc_dim3((unsigned)tc_cdiv(Cp, CL_WC), (unsigned)J.C_out, 1), tc_dim3(256),
+                    (size_t)CL_WC * (tt | 1) * 4, s, w, wcl, J.C_out, J.C_in, Cp, taps, tt, J.w_co, J.w_c);
     rc = tc_launch_failed(op, err);
   }
   if (rc == 0)
-    rc = WN == 32   ? cl_launch<32, 1>(p, env, s, op, err)
-         : WN == 28 ? cl_launch<28, 1>(p, env, s, op, err)
-         : WN == 24 ? cl_launch<24, 1>(p, env, s, op, err)
-         : WN == 20 ? cl_launch<20, 1>(p, env, s, op, err)
-         : MI == 2  ? (WN == 16 ? cl_launch<16, 2>(p, env, s, op, err) : cl_launch<8, 2>(p, env, s, op, err))
-         : WN == 16 ? cl_launch<16, 1>(p, env, s, op, err)
-                    : cl_launch<8, 1>(p, env, s, op, err);
+    rc = WN == 32   ? cl_launch<32, 1>(p, first, s, op, err)
+         : WN == 28 ? cl_launch<28, 1>(p, first, s, op, err)
+         : WN == 24 ? cl_launch<24, 1>(p, first, s, op, err)
+         : WN == 20 ? cl_launch<20, 1>(p, first, s, op, err)
+         : MI == 2  ? (WN == 16 ? cl_launch<16, 2>(p, first, s, op, err) : cl_launch<8, 2>(p, first, s, op, err))
+         : WN == 16 ? cl_launch<16, 1>(p, first, s, op, err)
+                    : cl_launch<8, 1>(p, first, s, op, err);
   if (rc == 0 && p.ksplit > 1) {
-    const int64_t vol = g->out[0] * g->out[1] * g->out[2];
+    const int64_t vol = J.out[0] * J.out[1] * J.out[2];
     const int V = p.ksplit <= 4 ? 4 : p.ksplit <= 8 ? 2 : 1;
     const unsigned rb = (unsigned)tc_cdiv(p.ysize, 256 * V);
     void (*reduce)(const float *, int, int64_t, const float *, int64_t, int64_t, float *) =
         V == 4 ? cl_reduce_kernel<4> : V == 2 ? cl_reduce_kernel<2> : cl_reduce_kernel<1>;
-    cl_chain_launch(reduce, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, g->C_out, vol, y);
+    cl_chain_launch(reduce, tc_dim3(rb), tc_dim3(256), 0, s, ws, p.ksplit, p.ysize, b, J.C_out, vol, y);
     rc = tc_launch_failed(op, err);
   }
   volua_cuda_free(xcl); // stream-ordered reuse, as conv3d_tc.cu's scratch
@@ -479,8 +566,83 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
   if (rc == 0) {
     volua_cuda_fast_note_call();
     if (tc_verbose())
-      fprintf(stderr, "volua cl: conv3d box (%d, %d, %d) BN %d, %lld tiles x %d channel blocks, %d steps, %d stages, K in %d part(s)\n",
-              p.box[0], p.box[1], p.box[2], BN, (long long)p.mtiles, p.co_blocks, p.niter, p.stages, p.ksplit);
+      fprintf(stderr, "volua cl: %s, %d phase(s), box (%d, %d, %d) BN %d, %lld blocks of %d channel blocks, %d parts of K\n",
+              op, p.nph, p.box[0], p.box[1], p.box[2], BN, (long long)first, p.co_blocks, p.ksplit);
   }
   return rc;
+}
+
+// Whether a path that wants deep layers takes them: VOLUA_TC_CL=0 never, 1 wherever it can; else
+// from 256 input channels, or from 64 with 128 output channels or more. Measured for conv3d
+// (bench/NOTES.md, eleventh to fourteenth sessions): 64 -> 128 of (4, 64, 8, 16, 16): 0.0308 ms here,
+// 0.0395 on conv3d_tc.cu's path; but 128 -> 64 of (2, 128, 16, 32, 32): 0.0974 here, 0.0824 there.
+// Transposed convolutions (`transposed`: their entry takes 64 output channels or more) from 64 input
+// channels: measured (H200, tf32, bench/NOTES.md, seventeenth session) against the phases of
+// conv_transpose3d_tc.cu, k4 s2 p1 128 -> 64 of (2, 128, 16, 32, 32) 0.300 ms against 0.552, k3 s2 p1
+// op1 128 -> 64 0.196 against 0.232, 64 -> 64 k4 of (4, 64, 8, 32, 32) 0.208 against 0.306.
+static int cl_wanted(int64_t C_in, int64_t C_out, bool transposed) {
+  const char *v = getenv("VOLUA_TC_CL");
+  if (v && strcmp(v, "0") == 0) return 0;
+  if (v && strcmp(v, "1") == 0) return 1;
+  if (transposed) return C_in >= 64;
+  return C_in >= 256 || (C_in >= 64 && C_out >= 128);
+}
+
+extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
+                                    float *y, volua_math_mode math, cudaStream_t s, char *err) {
+  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->padding_mode != VOLUA_PAD_ZEROS || g->C_in < 32 ||
+      g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, false))
+    return VOLUA_FAST_NOT_APPLICABLE;
+  ClJob J;
+  memset(&J, 0, sizeof J);
+  J.op = "conv3d";
+  J.N = g->N, J.C_in = g->C_in, J.C_out = g->C_out;
+  J.w_c = g->kernel[0] * g->kernel[1] * g->kernel[2]; // w (C_out, C_in, taps)
+  J.w_co = g->C_in * J.w_c;
+  J.nph = 1;
+  for (int d = 0; d < 3; d++) {
+    J.in[d] = g->in[d], J.out[d] = g->out[d], J.kdim[d] = g->kernel[d];
+    J.stride[d] = g->stride[d], J.dil[d] = g->dilation[d], J.ostep[d] = 1;
+    J.ph[0].Q[d] = g->out[d], J.ph[0].pad[d] = g->pad_lo[d], J.ph[0].taps[d] = g->kernel[d];
+    J.ph[0].kfirst[d] = 0, J.ph[0].kstep[d] = 1, J.ph[0].oofs[d] = 0;
+  }
+  return cl_run(J, x, w, b, y, s, err);
+}
+
+// A transposed convolution's phases (conv_transpose3d_tc.cu's phase_of): every output a phase of
+// its own, that is every phase live (no output is bias alone), at most CL_MAX_PHASES of them.
+extern "C" int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom *g, const int64_t (*phases)[8][6],
+                                              const float *x, const float *w, const float *b, float *y,
+                                              volua_math_mode math, cudaStream_t s, char *err) {
+  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, true))
+    return VOLUA_FAST_NOT_APPLICABLE;
+  ClJob J;
+  memset(&J, 0, sizeof J);
+  J.op = "conv_transpose3d";
+  J.N = g->N, J.C_in = g->C_in, J.C_out = g->C_out;
+  J.w_co = g->kernel[0] * g->kernel[1] * g->kernel[2]; // w (C_in, C_out, taps)
+  J.w_c = g->C_out * J.w_co;
+  int64_t n[3];
+  for (int d = 0; d < 3; d++) {
+    J.in[d] = g->in[d], J.out[d] = g->out[d], J.kdim[d] = g->kernel[d];
+    J.stride[d] = 1, J.ostep[d] = g->stride[d];
+    n[d] = g->stride[d] < g->out[d] ? g->stride[d] : g->out[d]; // the phases with outputs
+    if (g->stride[d] > 8) return VOLUA_FAST_NOT_APPLICABLE;
+    J.dil[d] = phases[d][0][5]; // (the same for every phase of a dim)
+  }
+  if (n[0] * n[1] * n[2] > CL_MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
+  J.nph = 0;
+  for (int64_t cd = 0; cd < n[0]; cd++)
+    for (int64_t ch = 0; ch < n[1]; ch++)
+      for (int64_t cw = 0; cw < n[2]; cw++) {
+        const int64_t c3[3] = {cd, ch, cw};
+        for (int d = 0; d < 3; d++) {
+          const int64_t *f = phases[d][c3[d]]; // Q, taps, ipad, kfirst, kstep, idil
+          if (f[0] <= 0 || f[1] <= 0) return VOLUA_FAST_NOT_APPLICABLE; // a dead phase
+          J.ph[J.nph].Q[d] = f[0], J.ph[J.nph].taps[d] = f[1], J.ph[J.nph].pad[d] = f[2];
+          J.ph[J.nph].kfirst[d] = f[3], J.ph[J.nph].kstep[d] = f[4], J.ph[J.nph].oofs[d] = c3[d];
+        }
+        J.nph++;
+      }
+  return cl_run(J, x, w, b, y, s, err);
 }

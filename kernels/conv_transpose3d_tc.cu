@@ -209,6 +209,20 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
     }
   if ((int64_t)nlive[0] * nlive[1] * nlive[2] > MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
 
+  // -- deep layers in math "tf32": every phase in one launch on the channels-last path (conv3d_cl.cu),
+  // where its rule takes them ----
+  if (g->stride[0] <= 8 && g->stride[1] <= 8 && g->stride[2] <= 8) {
+    int64_t f[3][8][6];
+    for (int d = 0; d < 3; d++)
+      for (int64_t c = 0; c < g->stride[d]; c++) {
+        const phase &q = ph[d][c];
+        const int64_t v[6] = {q.Q, q.taps, q.ipad, q.kfirst, q.kstep, q.idil};
+        for (int k = 0; k < 6; k++) f[d][c][k] = v[k];
+      }
+    const int cl = volua_cuda_conv_transpose3d_cl(g, f, x, w, b, y, math, s, err);
+    if (cl != VOLUA_FAST_NOT_APPLICABLE) return cl;
+  }
+
   // -- every phase in one GEMM, where it applies and fits (VOLUA_TC_PHASES=0: phase by phase; =1: also
   // at 129 to 1024 columns in math "fp32" with padded K) ----
   {
@@ -284,7 +298,19 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
       const int forced = pe && strcmp(pe, "1") == 0; // (measuring)
       const int wide_ok = math != VOLUA_MATH_FP32 || dense || few || forced;
       const int cols_ok = cols <= 256 || math != VOLUA_MATH_FP32 || few || forced;
-      if ((cols <= 128 || wide_ok) && cols_ok && tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
+      // K padded over 3 times (the union taps against a phase's on average: k4 s2 p1 has 27 against
+      // 8) only up to 128 columns: measured (H200, seventeenth session) at 256 columns, 64 -> 32 k4 s2
+      // p1 of (2, 64, 16, 32, 32), one GEMM 0.155 / 0.283 ms (tf32 / fp32) against 0.146 / 0.192 phase
+      // by phase, and at 512 columns 128 -> 64 0.537 against 0.301 in tf32; at 128 columns (32 -> 16)
+      // one GEMM 0.316 against 0.422 in tf32, even in fp32. (k3 s2 pads 2.4 times, k5 s2 1.7.)
+      double kph = 1.0; // K of a phase, on average (the union's: p.taps)
+      for (int d = 0; d < 3; d++) {
+        double sum = 0.0;
+        for (int64_t c = 0; c < g->stride[d]; c++) sum += (double)m.taps[d][c];
+        kph *= sum / (double)g->stride[d];
+      }
+      const int padded_ok = cols <= 128 || forced || (double)(p.taps[0] * p.taps[1] * p.taps[2]) <= 3.0 * kph;
+      if ((cols <= 128 || wide_ok) && cols_ok && padded_ok && tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_PHASES, env)) {
         // Where a phase lacks a union tap, its zero weights meet every input: an infinite or NaN
         // input would make NaN of outputs it does not reach. The weight preparation then also scans
         // the input and stamps a device flag where a value is not finite, and the direct gather
@@ -414,7 +440,16 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
             if (e > span) span = e;
           }
           q.wspan = span;
-          if (tc_plan_store(q, math == VOLUA_MATH_FP32, EPI_STORE, env)) {
+          // (not where the pair's tiles would fill a quarter of the SMs at most and K comes in chunks:
+          // then each phase on its own, with K split across blocks, below. Measured on the H200: 512 ->
+          // 256 k4 s2 p1 of (1, 512, 4, 8, 8), 4 units a pair, fp32 1.30 -> 0.415 ms; 64 -> 32 of (2, 64,
+          // 16, 32, 32), 64 units a pair, lost with its phases split in 2: 0.146 -> 0.172 in tf32)
+          const bool few_units = [&]() {
+            Params t = q;
+            return tc_plan_store(t, math == VOLUA_MATH_FP32, EPI_STORE, env) && t.nchunks >= 2 &&
+                   4 * t.ntiles * t.co_blocks <= env.sms;
+          }();
+          if (!few_units && tc_plan_store(q, math == VOLUA_MATH_FP32, EPI_STORE, env)) {
             p = q;
             maps[nplans][1] = m;
             maps[nplans][1].kfirst[2] = w1->kfirst;
@@ -427,6 +462,10 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
           }
         }
         if (!tc_plan_store(p, math == VOLUA_MATH_FP32, epi, env)) return VOLUA_FAST_NOT_APPLICABLE;
+        // K split across blocks where the phase's tiles leave SMs idle (tc_plan_ksplit's rule, as
+        // conv3d_tc.cu's): deep layers on small volumes, whose phases have a few tiles each (512 ->
+        // 256 k4 s2 p1 of (1, 512, 4, 8, 8) in math "fp32": 4 blocks a phase launch before)
+        if (epi == EPI_STORE) tc_plan_ksplit(p, math == VOLUA_MATH_FP32, env);
         nplans++;
       }
 
@@ -464,11 +503,27 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
       if (rc) return rc;
       continue;
     }
+    float *ksws = NULL; // split K: the parts' sums, then the units' counts (as conv3d_tc.cu's)
+    if (p.ksplit > 1) {
+      const int64_t units = p.ntiles * p.co_blocks, nws = units * p.ksplit * p.BM * p.BN;
+      if (volua_cuda_malloc(reinterpret_cast<void **>(&ksws), nws * 4 + units * 4, err)) {
+        p.ksplit = 1; // no memory for the scratch: the same plan with K whole needs none
+        if (err) err[0] = '\0';
+      } else {
+        p.ksws = ksws;
+        p.done = reinterpret_cast<int *>(ksws + nws);
+        p.ndone = units;
+      }
+    }
     float *wprep = NULL;
-    if (tc_prep_weights(p, maps[i][0], &wprep, s, op, err)) return 1;
+    if (tc_prep_weights(p, maps[i][0], &wprep, s, op, err)) {
+      volua_cuda_free(ksws);
+      return 1;
+    }
     p.wprep = wprep;
-    const int rc = tc_launch_store(p, env, epi, s, op, err);
+    const int rc = p.ksplit > 1 ? tc_launch_ksplit(p, env, s, op, err) : tc_launch_store(p, env, epi, s, op, err);
     volua_cuda_free(wprep);
+    volua_cuda_free(ksws);
     if (rc) return rc;
   }
   if (need_fill) {

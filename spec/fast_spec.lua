@@ -216,6 +216,24 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       run_cases(mode, cases, 7000, "c")
     end)
 
+    -- transposed convolutions there too (groups 1, every phase live: the phases in one launch), by the
+    -- same rule (VOLUA_TC_CL=1: all of these); else conv_transpose3d_tc.cu's phases
+    it("conv_transpose3d: deep layers (the channels-last path in math tf32)", function()
+      local cases = {
+        {n = 2, cin = 64, cout = 128, size = {3, 4, 5}, k = 4, stride = 2, padding = 1, bias = true}, -- the rule's: 8 phases of 2x2x2 taps
+        {n = 1, cin = 256, cout = 64, size = {2, 3, 4}, k = 3, stride = 2, padding = 1, output_padding = 1}, -- phases of 2 and 1 taps
+        {n = 1, cin = 40, cout = 70, size = {3, 5, 9}, k = 4, stride = 2, padding = 1, bias = true},  -- C_in's tail, a partial block
+        {n = 2, cin = 36, cout = 64, size = {3, 9, 20}, k = 3, stride = 2, padding = 1, output_padding = 1},
+        {n = 1, cin = 33, cout = 130, size = {4, 5, 9}, k = 2, stride = 2, bias = true},             -- k2 s2: one tap a phase
+        {n = 2, cin = 36, cout = 72, size = {4, 5, 9}, k = {1, 3, 5}, stride = {2, 1, 3}, padding = {0, 1, 2},
+         output_padding = {1, 0, 2}, bias = true},                                                   -- 6 phases, stride 1 in H
+        {n = 1, cin = 64, cout = 128, size = {3, 4, 6}, k = 4, stride = 2, padding = 1, specials = 6}, -- NaN and infinities
+        {n = 1, cin = 512, cout = 256, size = {2, 4, 4}, k = 4, stride = 2, padding = 1, bias = true}, -- deep: K split
+        {n = 1, cin = 64, cout = 128, size = {3, 4, 5}, k = 3, stride = 2, padding = 1, dilation = 2}, -- dead phases: not this path
+      }
+      run_cases(mode, cases, 7500, "t")
+    end)
+
     -- 1x1x1, stride 1, no padding, groups 1: conv3d_pointwise.cu where its rule says (math "tf32" from
     -- 64 output channels; "fp32" from 2^16 weights; both by TMA and wgmma from 128 input channels, and
     -- "fp32" there from 64 output channels too; few units, with K split, in both maths), else the paths
