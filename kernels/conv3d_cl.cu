@@ -576,15 +576,18 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
 // from 256 input channels, or from 64 with 128 output channels or more. Measured for conv3d
 // (bench/NOTES.md, eleventh to fourteenth sessions): 64 -> 128 of (4, 64, 8, 16, 16): 0.0308 ms here,
 // 0.0395 on conv3d_tc.cu's path; but 128 -> 64 of (2, 128, 16, 32, 32): 0.0974 here, 0.0824 there.
-// Transposed convolutions (`transposed`: their entry takes 64 output channels or more) from 64 input
-// channels: measured (H200, tf32, bench/NOTES.md, seventeenth session) against the phases of
-// conv_transpose3d_tc.cu, k4 s2 p1 128 -> 64 of (2, 128, 16, 32, 32) 0.300 ms against 0.552, k3 s2 p1
-// op1 128 -> 64 0.196 against 0.232, 64 -> 64 k4 of (4, 64, 8, 32, 32) 0.208 against 0.306.
-static int cl_wanted(int64_t C_in, int64_t C_out, bool transposed) {
+// Transposed convolutions whose phases differ in taps (`uneven`: k4 s2 p1, k3 s2; their one-GEMM
+// form pads K with the taps a phase lacks) from 64 input channels; the others (stride 1, k2 s2: every
+// phase the same taps) by conv3d's rule. Measured on the H200 (tf32, bench/NOTES.md, seventeenth
+// session) against conv_transpose3d_tc.cu's paths: k4 s2 p1 128 -> 64 of (2, 128, 16, 32, 32)
+// 0.300 ms against 0.552, k3 s2 p1 op1 128 -> 64 0.196 against 0.232, 64 -> 64 k4 of (4, 64, 8, 32,
+// 32) 0.208 against 0.306; but k2 s2 128 -> 64 of (2, 128, 32, 32, 32) 0.314 against 0.160 (the
+// one GEMM, unpadded), while 256 -> 128 of (2, 256, 8, 16, 16) 0.033 against 0.042.
+static int cl_wanted(int64_t C_in, int64_t C_out, bool uneven) {
   const char *v = getenv("VOLUA_TC_CL");
   if (v && strcmp(v, "0") == 0) return 0;
   if (v && strcmp(v, "1") == 0) return 1;
-  if (transposed) return C_in >= 64;
+  if (uneven && C_in >= 64) return 1;
   return C_in >= 256 || (C_in >= 64 && C_out >= 128);
 }
 
@@ -614,7 +617,11 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
 extern "C" int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom *g, const int64_t (*phases)[8][6],
                                               const float *x, const float *w, const float *b, float *y,
                                               volua_math_mode math, cudaStream_t s, char *err) {
-  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, true))
+  bool uneven = false; // phases of one dim with other taps or padding than each other
+  for (int d = 0; d < 3; d++)
+    for (int64_t c = 1; c < g->stride[d] && c < g->out[d] && c < 8; c++)
+      uneven = uneven || phases[d][c][1] != phases[d][0][1] || phases[d][c][2] != phases[d][0][2];
+  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, uneven))
     return VOLUA_FAST_NOT_APPLICABLE;
   ClJob J;
   memset(&J, 0, sizeof J);
