@@ -279,17 +279,36 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int6
     const int pitch = tn | 1;
     const bool flat = pitch == tn; // ... at tile[i]
     const float *src = w + co * w_co + c0 * w_c + t0;
-    for (int i0 = tid; i0 < n; i0 += 256 * CL_WLOADS) {
-      float v[CL_WLOADS];
+    if (run) { // one contiguous run: thread i0 + 256 u takes value i0 + 256 u
+      for (int i0 = tid; i0 < n; i0 += 256 * CL_WLOADS) {
+        float v[CL_WLOADS];
 #pragma unroll
-      for (int u = 0; u < CL_WLOADS; u++) {
-        const int i = i0 + u * 256;
-        v[u] = i >= n ? 0.0f : run ? src[i] : src[(int64_t)(i / tn) * w_c + i % tn];
+        for (int u = 0; u < CL_WLOADS; u++) {
+          const int i = i0 + u * 256;
+          v[u] = i >= n ? 0.0f : src[i];
+        }
+#pragma unroll
+        for (int u = 0; u < CL_WLOADS; u++) {
+          const int i = i0 + u * 256;
+          if (i < n) tile[flat ? i : i / tn * pitch + i % tn] = __uint_as_float(tc_tf32(v[u]));
+        }
       }
+    } else { // runs of tn taps a channel, w_c apart: a warp takes (channel, 32 taps) items, a lane a tap
+      // (a division per item, not per value: with one per value the copy of 512 -> 256 k4 s2 p1's 33 MB
+      // took 43 us; bench/NOTES.md, seventeenth session)
+      const int G = (tn + 31) / 32, items = cn * G, warp = tid >> 5, lane = tid & 31;
+      for (int k0 = warp; k0 < items; k0 += 8 * CL_WLOADS) {
+        float v[CL_WLOADS];
 #pragma unroll
-      for (int u = 0; u < CL_WLOADS; u++) {
-        const int i = i0 + u * 256;
-        if (i < n) tile[flat ? i : i / tn * pitch + i % tn] = __uint_as_float(tc_tf32(v[u]));
+        for (int u = 0; u < CL_WLOADS; u++) {
+          const int k = k0 + 8 * u, c = k / G, t = (k - c * G) * 32 + lane;
+          v[u] = k < items && t < tn ? src[(int64_t)c * w_c + t] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < CL_WLOADS; u++) {
+          const int k = k0 + 8 * u, c = k / G, t = (k - c * G) * 32 + lane;
+          if (k < items && t < tn) tile[c * pitch + t] = __uint_as_float(tc_tf32(v[u]));
+        }
       }
     }
     TC_SYNC();
