@@ -591,6 +591,19 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   return rc;
 }
 
+// The fields of J that conv3d and conv_transpose3d fill alike: sizes, and the weight's strides
+// (conv3d's w is (C_out, C_in, taps), a transposed convolution's (C_in, C_out, taps)).
+static void cl_job_init(ClJob &J, const char *op, int64_t N, int64_t C_in, int64_t C_out, const int64_t in[3],
+                        const int64_t out[3], const int64_t kernel[3], bool transposed) {
+  memset(&J, 0, sizeof J);
+  J.op = op;
+  J.N = N, J.C_in = C_in, J.C_out = C_out;
+  const int64_t taps = kernel[0] * kernel[1] * kernel[2];
+  J.w_c = transposed ? C_out * taps : taps;
+  J.w_co = transposed ? taps : C_in * taps;
+  for (int d = 0; d < 3; d++) J.in[d] = in[d], J.out[d] = out[d], J.kdim[d] = kernel[d];
+}
+
 // Whether a path that wants deep layers takes them: VOLUA_TC_CL=0 never, 1 wherever it can; else
 // from 256 input channels, or from 64 with 128 output channels or more. Measured for conv3d
 // (bench/NOTES.md, eleventh to fourteenth sessions): 64 -> 128 of (4, 64, 8, 16, 16): 0.0308 ms here,
@@ -616,14 +629,9 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
       g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, false))
     return VOLUA_FAST_NOT_APPLICABLE;
   ClJob J;
-  memset(&J, 0, sizeof J);
-  J.op = "conv3d";
-  J.N = g->N, J.C_in = g->C_in, J.C_out = g->C_out;
-  J.w_c = g->kernel[0] * g->kernel[1] * g->kernel[2]; // w (C_out, C_in, taps)
-  J.w_co = g->C_in * J.w_c;
+  cl_job_init(J, "conv3d", g->N, g->C_in, g->C_out, g->in, g->out, g->kernel, false);
   J.nph = 1;
   for (int d = 0; d < 3; d++) {
-    J.in[d] = g->in[d], J.out[d] = g->out[d], J.kdim[d] = g->kernel[d];
     J.stride[d] = g->stride[d], J.dil[d] = g->dilation[d], J.ostep[d] = 1;
     J.ph[0].Q[d] = g->out[d], J.ph[0].pad[d] = g->pad_lo[d], J.ph[0].taps[d] = g->kernel[d];
     J.ph[0].kfirst[d] = 0, J.ph[0].kstep[d] = 1, J.ph[0].oofs[d] = 0;
@@ -643,14 +651,9 @@ extern "C" int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom 
   if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, uneven))
     return VOLUA_FAST_NOT_APPLICABLE;
   ClJob J;
-  memset(&J, 0, sizeof J);
-  J.op = "conv_transpose3d";
-  J.N = g->N, J.C_in = g->C_in, J.C_out = g->C_out;
-  J.w_co = g->kernel[0] * g->kernel[1] * g->kernel[2]; // w (C_in, C_out, taps)
-  J.w_c = g->C_out * J.w_co;
+  cl_job_init(J, "conv_transpose3d", g->N, g->C_in, g->C_out, g->in, g->out, g->kernel, true);
   int64_t n[3];
   for (int d = 0; d < 3; d++) {
-    J.in[d] = g->in[d], J.out[d] = g->out[d], J.kdim[d] = g->kernel[d];
     J.stride[d] = 1, J.ostep[d] = g->stride[d];
     n[d] = g->stride[d] < g->out[d] ? g->stride[d] : g->out[d]; // the phases with outputs
     if (g->stride[d] > 8) return VOLUA_FAST_NOT_APPLICABLE;

@@ -66,18 +66,7 @@ extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, 
   p.y = y;
   if (!tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_STORE, env)) return VOLUA_FAST_NOT_APPLICABLE;
   tc_plan_ksplit(p, math == VOLUA_MATH_FP32, env);
-  float *ksws = NULL; // split K: the parts' sums, then the units' counts
-  if (p.ksplit > 1) {
-    const int64_t units = p.ntiles * p.co_blocks, nws = units * p.ksplit * p.BM * p.BN;
-    if (volua_cuda_malloc(reinterpret_cast<void **>(&ksws), nws * 4 + units * 4, err)) {
-      p.ksplit = 1; // no memory for the scratch: the same plan with K whole needs none
-      if (err) err[0] = '\0';
-    } else {
-      p.ksws = ksws;
-      p.done = reinterpret_cast<int *>(ksws + nws);
-      p.ndone = units;
-    }
-  }
+  float *ksws = tc_ksplit_scratch(p, err); // split K: the parts' sums, then the units' counts
   float *wprep = NULL;
   if (tc_prep_weights(p, conv3d_weights(g, w), &wprep, s, op, err)) {
     volua_cuda_free(ksws);

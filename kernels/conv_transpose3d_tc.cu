@@ -444,12 +444,8 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
           // then each phase on its own, with K split across blocks, below. Measured on the H200: 512 ->
           // 256 k4 s2 p1 of (1, 512, 4, 8, 8), 4 units a pair, fp32 1.30 -> 0.415 ms; 64 -> 32 of (2, 64,
           // 16, 32, 32), 64 units a pair, lost with its phases split in 2: 0.146 -> 0.172 in tf32)
-          const bool few_units = [&]() {
-            Params t = q;
-            return tc_plan_store(t, math == VOLUA_MATH_FP32, EPI_STORE, env) && t.nchunks >= 2 &&
-                   4 * t.ntiles * t.co_blocks <= env.sms;
-          }();
-          if (!few_units && tc_plan_store(q, math == VOLUA_MATH_FP32, EPI_STORE, env)) {
+          if (tc_plan_store(q, math == VOLUA_MATH_FP32, EPI_STORE, env) &&
+              !(q.nchunks >= 2 && 4 * q.ntiles * q.co_blocks <= env.sms)) {
             p = q;
             maps[nplans][1] = m;
             maps[nplans][1].kfirst[2] = w1->kfirst;
@@ -503,18 +499,7 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
       if (rc) return rc;
       continue;
     }
-    float *ksws = NULL; // split K: the parts' sums, then the units' counts (as conv3d_tc.cu's)
-    if (p.ksplit > 1) {
-      const int64_t units = p.ntiles * p.co_blocks, nws = units * p.ksplit * p.BM * p.BN;
-      if (volua_cuda_malloc(reinterpret_cast<void **>(&ksws), nws * 4 + units * 4, err)) {
-        p.ksplit = 1; // no memory for the scratch: the same plan with K whole needs none
-        if (err) err[0] = '\0';
-      } else {
-        p.ksws = ksws;
-        p.done = reinterpret_cast<int *>(ksws + nws);
-        p.ndone = units;
-      }
-    }
+    float *ksws = tc_ksplit_scratch(p, err); // split K: the parts' sums, then the units' counts
     float *wprep = NULL;
     if (tc_prep_weights(p, maps[i][0], &wprep, s, op, err)) {
       volua_cuda_free(ksws);

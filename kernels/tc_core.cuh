@@ -1873,6 +1873,24 @@ static inline void tc_plan_ksplit(Params &p, bool split, const Env &env) {
   if (parts >= 2) p.ksplit = (int)parts;
 }
 
+// Split K's scratch (Params::ksplit > 1): each unit's parts' sums, then the units' counts, set in p.
+// Returns it (for volua_cuda_free after the launch), or NULL with ksplit back to 1 where there is no
+// memory for it (the same plan with K whole needs none) or no split.
+static inline float *tc_ksplit_scratch(Params &p, char *err) {
+  if (p.ksplit < 2) return NULL;
+  float *ksws = NULL;
+  const int64_t units = p.ntiles * p.co_blocks, nws = units * p.ksplit * p.BM * p.BN;
+  if (volua_cuda_malloc(reinterpret_cast<void **>(&ksws), nws * 4 + units * 4, err)) {
+    p.ksplit = 1;
+    if (err) err[0] = '\0';
+    return NULL;
+  }
+  p.ksws = ksws;
+  p.done = reinterpret_cast<int *>(ksws + nws);
+  p.ndone = units;
+  return ksws;
+}
+
 static inline int tc_fast_disabled(void) {
   const char *s = getenv("VOLUA_FAST");
   return s && strcmp(s, "0") == 0;
