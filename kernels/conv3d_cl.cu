@@ -641,35 +641,32 @@ extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, 
 
 // A transposed convolution's phases (conv_transpose3d_tc.cu's phase_of): every output a phase of
 // its own, that is every phase live (no output is bias alone), at most CL_MAX_PHASES of them.
-extern "C" int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom *g, const int64_t (*phases)[8][6],
+extern "C" int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom *g, const volua_tconv_phase (*ph)[64],
                                               const float *x, const float *w, const float *b, float *y,
                                               volua_math_mode math, cudaStream_t s, char *err) {
+  int64_t n[3]; // the phases with outputs, per dim
   bool uneven = false; // phases of one dim with other taps or padding than each other
-  for (int d = 0; d < 3; d++)
-    for (int64_t c = 1; c < g->stride[d] && c < g->out[d] && c < 8; c++)
-      uneven = uneven || phases[d][c][1] != phases[d][0][1] || phases[d][c][2] != phases[d][0][2];
-  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, uneven))
+  for (int d = 0; d < 3; d++) {
+    if (g->stride[d] > 8) return VOLUA_FAST_NOT_APPLICABLE;
+    n[d] = g->stride[d] < g->out[d] ? g->stride[d] : g->out[d];
+    for (int64_t c = 1; c < n[d]; c++) uneven = uneven || ph[d][c].taps != ph[d][0].taps || ph[d][c].ipad != ph[d][0].ipad;
+  }
+  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, uneven) ||
+      n[0] * n[1] * n[2] > CL_MAX_PHASES)
     return VOLUA_FAST_NOT_APPLICABLE;
   ClJob J;
   cl_job_init(J, "conv_transpose3d", g->N, g->C_in, g->C_out, g->in, g->out, g->kernel, true);
-  int64_t n[3];
-  for (int d = 0; d < 3; d++) {
-    J.stride[d] = 1, J.ostep[d] = g->stride[d];
-    n[d] = g->stride[d] < g->out[d] ? g->stride[d] : g->out[d]; // the phases with outputs
-    if (g->stride[d] > 8) return VOLUA_FAST_NOT_APPLICABLE;
-    J.dil[d] = phases[d][0][5]; // (the same for every phase of a dim)
-  }
-  if (n[0] * n[1] * n[2] > CL_MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
+  for (int d = 0; d < 3; d++) J.stride[d] = 1, J.ostep[d] = g->stride[d], J.dil[d] = ph[d][0].idil; // (idil: the same for every phase of a dim)
   J.nph = 0;
   for (int64_t cd = 0; cd < n[0]; cd++)
     for (int64_t ch = 0; ch < n[1]; ch++)
       for (int64_t cw = 0; cw < n[2]; cw++) {
         const int64_t c3[3] = {cd, ch, cw};
         for (int d = 0; d < 3; d++) {
-          const int64_t *f = phases[d][c3[d]]; // Q, taps, ipad, kfirst, kstep, idil
-          if (f[0] <= 0 || f[1] <= 0) return VOLUA_FAST_NOT_APPLICABLE; // a dead phase
-          J.ph[J.nph].Q[d] = f[0], J.ph[J.nph].taps[d] = f[1], J.ph[J.nph].pad[d] = f[2];
-          J.ph[J.nph].kfirst[d] = f[3], J.ph[J.nph].kstep[d] = f[4], J.ph[J.nph].oofs[d] = c3[d];
+          const volua_tconv_phase &f = ph[d][c3[d]];
+          if (!f.live) return VOLUA_FAST_NOT_APPLICABLE; // a dead phase: its outputs are bias alone
+          J.ph[J.nph].Q[d] = f.Q, J.ph[J.nph].taps[d] = f.taps, J.ph[J.nph].pad[d] = f.ipad;
+          J.ph[J.nph].kfirst[d] = f.kfirst, J.ph[J.nph].kstep[d] = f.kstep, J.ph[J.nph].oofs[d] = c3[d];
         }
         J.nph++;
       }

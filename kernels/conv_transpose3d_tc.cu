@@ -80,11 +80,8 @@ TC_GLOBAL void tc_fill_all_kernel(float *y, const float *bias, int64_t NC, int64
 }
 
 // One phase c of one dim: its output count Q, its taps (from kfirst down by kstep) and where they
-// read: i = q - ipad + j*idil.
-typedef struct phase {
-  int64_t Q, taps, ipad, idil, kfirst, kstep;
-  int live; /* has taps and outputs */
-} phase;
+// read: i = q - ipad + j*idil (fast.h: conv3d_cl.cu reads them too).
+typedef volua_tconv_phase phase;
 
 static int64_t gcd64(int64_t a, int64_t b) {
   while (b) {
@@ -211,15 +208,8 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
 
   // -- deep layers in math "tf32": every phase in one launch on the channels-last path (conv3d_cl.cu),
   // where its rule takes them ----
-  if (g->stride[0] <= 8 && g->stride[1] <= 8 && g->stride[2] <= 8) {
-    int64_t f[3][8][6];
-    for (int d = 0; d < 3; d++)
-      for (int64_t c = 0; c < g->stride[d]; c++) {
-        const phase &q = ph[d][c];
-        const int64_t v[6] = {q.Q, q.taps, q.ipad, q.kfirst, q.kstep, q.idil};
-        for (int k = 0; k < 6; k++) f[d][c][k] = v[k];
-      }
-    const int cl = volua_cuda_conv_transpose3d_cl(g, f, x, w, b, y, math, s, err);
+  {
+    const int cl = volua_cuda_conv_transpose3d_cl(g, ph, x, w, b, y, math, s, err);
     if (cl != VOLUA_FAST_NOT_APPLICABLE) return cl;
   }
 

@@ -28,10 +28,17 @@ int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, const float
  * Tried first by conv3d_tc.cu where its rule (or VOLUA_TC_CL=1) says so. */
 int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
                          volua_math_mode math, cudaStream_t s, char *err);
-/* conv3d_cl.cu too: a transposed convolution with groups 1 and every phase live, in math "tf32", as
- * the phases of conv_transpose3d_tc.cu (phases[d][c]: Q, taps, ipad, kfirst, kstep, idil of phase c
- * of dim d, c < stride[d] <= 8), all in one launch. Tried first by conv_transpose3d_tc.cu. */
-int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom *g, const int64_t (*phases)[8][6],
+/* A transposed convolution's phase c of one dim (conv_transpose3d_tc.cu's phase_of): the outputs
+ * o = stride*q + c, q < Q, take taps j < taps, kernel tap kfirst + j*kstep, reading input
+ * i = q - ipad + j*idil. */
+typedef struct volua_tconv_phase {
+  int64_t Q, taps, ipad, idil, kfirst, kstep;
+  int live; /* has taps and outputs */
+} volua_tconv_phase;
+/* conv3d_cl.cu too: a transposed convolution with groups 1 and every phase live, in math "tf32",
+ * strides up to 8 and at most 8 phases, all in one launch; ph[d][c]: phase c of dim d,
+ * c < stride[d]. Tried first by conv_transpose3d_tc.cu. */
+int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom *g, const volua_tconv_phase (*ph)[64],
                                    const float *x, const float *w, const float *b, float *y,
                                    volua_math_mode math, cudaStream_t s, char *err);
 /* conv_transpose3d_tc.cu: any groups, strides up to 64; phase-decomposed (only taps that land). */
