@@ -141,10 +141,10 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
 }
 
 // VOLUA_EMU_CL_ONLY=1: only the cases of the channels-last path (those run with VOLUA_TC_CL=1, in
-// math "tf32"), for a quick check of conv3d_cl.cu
-static bool skip_case(volua_math_mode math) {
+// both maths), for a quick check of conv3d_cl.cu
+static bool skip_case(volua_math_mode) {
   const char *only = getenv("VOLUA_EMU_CL_ONLY"), *cl = getenv("VOLUA_TC_CL");
-  return only && strcmp(only, "1") == 0 && (math != VOLUA_MATH_TF32 || !(cl && strcmp(cl, "1") == 0));
+  return only && strcmp(only, "1") == 0 && !(cl && strcmp(cl, "1") == 0);
 }
 
 static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
@@ -452,9 +452,10 @@ int main(int argc, char **argv) {
       unsetenv("VOLUA_TC_WPAIR");
       unsetenv("VOLUA_TC_KSPLIT");
     }
-    { // the channels-last path (conv3d_cl.cu; math "tf32" only: in "fp32" these take conv3d_tc.cu's):
-      // C_in over 32 with its tail, partial channel blocks, boxes past the output, stride, dilation,
-      // padding, 128, 160, 192, 224 and 256 channels a block, and K split over 3 and 9 parts
+    { // the channels-last path (conv3d_cl.cu; in math "fp32" split TF32, 64 or 128 channels a block
+      // and 128 positions whatever VOLUA_TC_CL_BN and _BM ask): C_in over 32 with its tail, partial
+      // channel blocks, boxes past the output, stride, dilation, padding, 128, 160, 192, 224 and 256
+      // channels a block, and K split over 3 and 9 parts
       const int64_t in[3] = {4, 5, 9}, in2[3] = {3, 9, 20}, k[3] = {3, 3, 3}, s1[3] = {1, 1, 1}, s2[3] = {2, 1, 3};
       const int64_t p1[3] = {1, 1, 1}, p0[3] = {0, 2, 1}, d1[3] = {1, 1, 1}, d2[3] = {1, 2, 1}, k2[3] = {2, 3, 1};
       setenv("VOLUA_TC_CL", "1", 1);

@@ -1,5 +1,5 @@
 // conv3d_cl.cu: conv3d on tensor cores through a channels-last copy of the input, for deep layers
-// (many input channels) in math "tf32" on Hopper (sm_90a). conv3d_tc.cu's implicit GEMM stages a
+// (many input channels) on Hopper (sm_90a), in both maths. conv3d_tc.cu's implicit GEMM stages a
 // patch per (tile, channel chunk) and loads A fragments from it by a table of K offsets: with many
 // channels its k-loop waits on those loads and on a block barrier per chunk (bench/NOTES.md, tenth
 // session). Here the GEMM's operands are plain TMA boxes that wgmma reads from shared memory:
@@ -30,6 +30,13 @@
 // (ClPhase: its grid, padding, taps, where its taps are in the weight, its output offset), so that
 // deep layers on small volumes, whose phases each have a few tiles, fill the SMs. conv3d is the
 // one-phase case (output step 1, taps walked forward).
+//
+// Math "fp32" is split TF32 (cl_conv_kernel's SPLIT): the copies hold the values unrounded, whose
+// TF32 big parts the tensor core reads, and second copies of their small parts; each step loads
+// four boxes and issues three products. Two sums a value bound a block to 128 positions by 64 or
+// 128 channels. Measured against conv3d_tc.cu's paths (H200, bench/NOTES.md, eighteenth session):
+// 512 -> 256 k4 s2 p1 of (1, 512, 4, 8, 8) 0.420 -> 0.086 ms, 256 -> 256 k3 of (2, 256, 8, 16, 16)
+// 0.164 -> 0.125 (run s18r3).
 #include "tc_core.cuh"
 
 using namespace volua_tc;
@@ -57,7 +64,8 @@ struct ClPhase {
 };
 
 struct ClParams {
-  tc_tmap xmap, wmap; // (C, W, H, D, N) of xcl; (C, C_out, tap, 1, 1) of wcl
+  tc_tmap xmap, wmap;   // (C, W, H, D, N) of xcl; (C, C_out, tap, 1, 1) of wcl
+  tc_tmap xsmap, wsmap; // (math "fp32") the same of their small parts, xcls and wcls
   float *y;           // the output, or (ksplit > 1) the parts' copies of it
   const float *bias;  // (ksplit 1) or NULL
   int64_t C_out, out[3], ysize;
@@ -67,17 +75,23 @@ struct ClParams {
   ClPhase ph[CL_MAX_PHASES];
 };
 
-template <int WN, int MI> struct ClStage {
-  static const int A_BYTES = MI * CL_A_BYTES, B_BYTES = WN * 8 * 128, BYTES = A_BYTES + B_BYTES;
+// A stage: A (the input box), B (the weights); with SPLIT their small parts after them, As and Bs
+// (each part a multiple of 1024 bytes: the swizzle's alignment).
+template <int WN, int MI, bool SPLIT> struct ClStage {
+  static const int A_BYTES = MI * CL_A_BYTES, B_BYTES = WN * 8 * 128, BYTES = (SPLIT ? 2 : 1) * (A_BYTES + B_BYTES);
 };
 
 // Block b of phase f (b - first): unit u = (b - first) / ksplit = (tile mt, channel block cb) =
 // (u / co_blocks, u % co_blocks), part (b - first) % ksplit.
 // MI: 64-row slices a warpgroup (1 or 2: a tile of 128 or 256 positions, each B serving twice the rows).
-template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID_CONST ClParams p) {
+// SPLIT (math "fp32"): xcl and wcl hold the values unrounded (the tensor core reads their TF32 big
+// parts, the bits the truncation keeps) and xcls, wcls the rest; three products a k-step (big big
+// into acc, big small and small big into corr), joined at the end (tc_join), as conv3d_tc.cu's.
+template <int WN, int MI, bool SPLIT> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID_CONST ClParams p) {
   TC_SMEM_DECL(smem_raw);
   unsigned char *smem = smem_raw + ((1024u - (tc_smem_addr(smem_raw) & 1023u)) & 1023u); // the swizzle's alignment
-  const int S = p.stages, STAGE = ClStage<WN, MI>::BYTES, A_BYTES = ClStage<WN, MI>::A_BYTES;
+  typedef ClStage<WN, MI, SPLIT> Sh;
+  const int S = p.stages, STAGE = Sh::BYTES, A_BYTES = Sh::A_BYTES, AB = Sh::A_BYTES + Sh::B_BYTES;
   uint64_t *full = reinterpret_cast<uint64_t *>(smem + (size_t)S * STAGE), *empty = full + S;
   const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
@@ -130,6 +144,12 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
                      h0 * p.stride[1] - P.pad[1] + jh * p.dil[1], d0 * p.stride[0] - P.pad[0] + jd * p.dil[0], (int)n,
                      full + s);
         tc_tma_load5(st + A_BYTES, &p.wmap, cc * 32, cb * WN * 8, kt, 0, 0, full + s);
+        if (SPLIT) {
+          tc_tma_load5(st + AB, &p.xsmap, cc * 32, w0 * p.stride[2] - P.pad[2] + jw * p.dil[2],
+                       h0 * p.stride[1] - P.pad[1] + jh * p.dil[1], d0 * p.stride[0] - P.pad[0] + jd * p.dil[0], (int)n,
+                       full + s);
+          tc_tma_load5(st + AB + A_BYTES, &p.wsmap, cc * 32, cb * WN * 8, kt, 0, 0, full + s);
+        }
         if (++s == S) s = 0, ph ^= 1;
         if (++cc == p.cchunks) {
           cc = 0;
@@ -146,22 +166,30 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
 
   // the consumers: warpgroup g has rows 64 MI g .. 64 MI (g + 1) - 1 of the tile, slice m its rows 64 (MI g + m) ..
   const int g = warp >> 2;
-  float acc[MI][WN][4];
+  float acc[MI][WN][4], corr[MI][WN][4]; // (corr: SPLIT only; otherwise the compiler drops it)
 #pragma unroll
   for (int m = 0; m < MI; m++)
-    for (int j = 0; j < WN; j++) acc[m][j][0] = acc[m][j][1] = acc[m][j][2] = acc[m][j][3] = 0.0f;
+    for (int j = 0; j < WN; j++)
+      for (int e = 0; e < 4; e++) acc[m][j][e] = corr[m][j][e] = 0.0f;
   int s = 0, ph = 0, prev = S - 1; // step i's stage and its phase (as the producer's), step i - 1's stage
   for (int it = it_lo; it < it_hi; it++) {
     const int i = it - it_lo;
     tc_mbar_wait(full + s, ph);
     const unsigned char *st = smem + (size_t)s * STAGE;
-    const uint64_t db = tc_wg_desc128(st + A_BYTES);
+    const uint64_t db = tc_wg_desc128(st + A_BYTES), dbs = tc_wg_desc128(st + AB + A_BYTES);
     tc_wg_fence();
 #pragma unroll
     for (int m = 0; m < MI; m++) {
-      const uint64_t da = tc_wg_desc128(st + (MI * g + m) * (CL_A_BYTES / 2));
+      const uint64_t da = tc_wg_desc128(st + (MI * g + m) * (CL_A_BYTES / 2)),
+                     das = tc_wg_desc128(st + AB + (MI * g + m) * (CL_A_BYTES / 2));
 #pragma unroll
-      for (int k = 0; k < 4; k++) tc_wg_mma_ss<WN>(acc[m], da + 2 * k, db + 2 * k); // 32 bytes a k-step (16-byte units)
+      for (int k = 0; k < 4; k++) { // 32 bytes a k-step (16-byte units)
+        tc_wg_mma_ss<WN>(acc[m], da + 2 * k, db + 2 * k);
+        if (SPLIT) {
+          tc_wg_mma_ss<WN>(corr[m], da + 2 * k, dbs + 2 * k);
+          tc_wg_mma_ss<WN>(corr[m], das + 2 * k, db + 2 * k);
+        }
+      }
     }
     tc_wg_commit();
     tc_wg_wait<1>(); // step i - 1's products are done: its stage goes back to the producer
@@ -190,7 +218,8 @@ template <int WN, int MI> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel
 #pragma unroll
       for (int e = 0; e < 2; e++) {
         const int64_t co = (int64_t)cb * WN * 8 + j * 8 + 2 * (lane & 3) + e;
-        if (co < p.C_out) yq[co * vol] = acc[m][j][half * 2 + e] + (p.bias ? p.bias[co] : 0.0f);
+        const float v = SPLIT ? tc_join(acc[m][j][half * 2 + e], corr[m][j][half * 2 + e]) : acc[m][j][half * 2 + e];
+        if (co < p.C_out) yq[co * vol] = v + (p.bias ? p.bias[co] : 0.0f);
       }
   }
 }
@@ -229,8 +258,10 @@ TC_GLOBAL void cl_reduce_kernel(const float *ws, int ksplit, int64_t ysize, cons
 // 128 bytes of one position's channels; a thread's CL_LS / 8 loads are issued before its stores to
 // shared memory. Measured (ncu, cold caches, 128 channels): (2, 16, 32, 32) 12.0 us with 32
 // positions a block, 9.8 with 64; (1, 32, 64, 64) 41.8 and 35.2.
+// Math "fp32" (xcls not NULL): xcl = x unrounded and xcls its small parts (cl_conv_kernel's SPLIT).
 #define CL_LS 64
-TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, int64_t C, int64_t Cp, int64_t S, int64_t stiles) {
+TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, float *xcls, int64_t C, int64_t Cp, int64_t S,
+                                int64_t stiles) {
   TC_SMEM_DECL(raw);
   float(*tile)[CL_LS + 1] = reinterpret_cast<float(*)[CL_LS + 1]>(raw); // 32 channels x CL_LS positions
   const int64_t n = blockIdx.x / stiles, s0 = (blockIdx.x - n * stiles) * CL_LS, c0 = (int64_t)blockIdx.y * 32;
@@ -243,12 +274,15 @@ TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, int64_t C, int64_t C
     v[u] = c0 + cy < C && s0 + sx < S ? x[(n * C + c0 + cy) * S + s0 + sx] : 0.0f;
   }
 #pragma unroll
-  for (int u = 0; u < CL_LS / 8; u++) tile[ty + 8 * (u % 4)][(u / 4) * 32 + tx] = __uint_as_float(tc_tf32(v[u]));
+  for (int u = 0; u < CL_LS / 8; u++) tile[ty + 8 * (u % 4)][(u / 4) * 32 + tx] = xcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
   TC_SYNC();
 #pragma unroll
   for (int sy = ty; sy < CL_LS; sy += 8) {
     const int64_t c = c0 + tx, sx = s0 + sy;
-    if (c < Cp && sx < S) xcl[(n * S + sx) * Cp + c] = tile[tx][sy];
+    if (c < Cp && sx < S) {
+      xcl[(n * S + sx) * Cp + c] = tile[tx][sy];
+      if (xcls) xcls[(n * S + sx) * Cp + c] = tc_tf32_small(tile[tx][sy]);
+    }
   }
 }
 
@@ -261,12 +295,13 @@ TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, int64_t C, int64_t C
 // memory holds (channel, tap) with an odd pitch (tn, or tn + 1 where tn is even), so that the
 // writes' reads of one tap from 32 channels hit 32 banks: with the pitch even (64 taps of a k4
 // transposed convolution) they were 32-way conflicts, and the copy of 512 -> 256 k4 took 52 us
-// (bench/NOTES.md, seventeenth session).
+// (bench/NOTES.md, seventeenth session). Math "fp32" (wcls not NULL): wcl = w unrounded and wcls its
+// small parts.
 #define CL_WC 128
 #define CL_WSMEM 12288 // floats
 #define CL_WLOADS 8
-TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int64_t C, int64_t Cp, int64_t taps, int tt,
-                                  int64_t w_co, int64_t w_c) {
+TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, float *wcls, int64_t C_out, int64_t C, int64_t Cp,
+                                  int64_t taps, int tt, int64_t w_co, int64_t w_c) {
   TC_SMEM_DECL(raw);
   float *tile = reinterpret_cast<float *>(raw); // CL_WC x pitch
   const int64_t co = blockIdx.y, c0 = (int64_t)blockIdx.x * CL_WC;
@@ -290,7 +325,7 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int6
 #pragma unroll
         for (int u = 0; u < CL_WLOADS; u++) {
           const int i = i0 + u * 256;
-          if (i < n) tile[flat ? i : i / tn * pitch + i % tn] = __uint_as_float(tc_tf32(v[u]));
+          if (i < n) tile[flat ? i : i / tn * pitch + i % tn] = wcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
         }
       }
     } else { // runs of tn taps a channel, w_c apart: a warp takes (channel, 32 taps) items, a lane a tap
@@ -307,14 +342,18 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, int64_t C_out, int6
 #pragma unroll
         for (int u = 0; u < CL_WLOADS; u++) {
           const int k = k0 + 8 * u, c = k / G, t = (k - c * G) * 32 + lane;
-          if (k < items && t < tn) tile[c * pitch + t] = __uint_as_float(tc_tf32(v[u]));
+          if (k < items && t < tn) tile[c * pitch + t] = wcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
         }
       }
     }
     TC_SYNC();
     for (int i = tid; i < tn * CL_WC; i += 256) {
       const int t = i / CL_WC, c = i % CL_WC;
-      if (c0 + c < Cp) wcl[((t0 + t) * C_out + co) * Cp + c0 + c] = c < cn ? tile[c * pitch + t] : 0.0f;
+      if (c0 + c < Cp) {
+        const float v = c < cn ? tile[c * pitch + t] : 0.0f;
+        wcl[((t0 + t) * C_out + co) * Cp + c0 + c] = v;
+        if (wcls) wcls[((t0 + t) * C_out + co) * Cp + c0 + c] = tc_tf32_small(v);
+      }
     }
     TC_SYNC();
   }
@@ -350,9 +389,10 @@ static void cl_chain_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, s
     TC_LAUNCH(kernel, grid, block, smem, s, args...);
 }
 
-template <int WN, int MI> static int cl_launch(ClParams &p, int64_t blocks, tc_stream s, const char *op, char *err) {
-  void (*kernel)(const ClParams) = cl_conv_kernel<WN, MI>;
-  const size_t smem = (size_t)p.stages * ClStage<WN, MI>::BYTES + 2 * CL_MAX_STAGES * 8 + 1024;
+template <int WN, int MI, bool SPLIT>
+static int cl_launch(ClParams &p, int64_t blocks, tc_stream s, const char *op, char *err) {
+  void (*kernel)(const ClParams) = cl_conv_kernel<WN, MI, SPLIT>;
+  const size_t smem = (size_t)p.stages * ClStage<WN, MI, SPLIT>::BYTES + 2 * CL_MAX_STAGES * 8 + 1024;
   static size_t smem_set = 0;
   if (smem > smem_set) {
     TC_CHECK(tc_prepare_kernel(kernel, smem));
@@ -367,6 +407,8 @@ template <int WN, int MI> static int cl_launch(ClParams &p, int64_t blocks, tc_s
 // here with int64_t fields, checked against int before the launch) that share stride, dil and ostep.
 struct ClJob {
   const char *op;
+  bool split;  // math "fp32": split TF32 (cl_conv_kernel's SPLIT)
+  bool forced; // VOLUA_TC_CL=1: wherever it can (cl_wanted)
   int64_t N, C_in, C_out, in[3], out[3], kdim[3], w_co, w_c;
   int64_t stride[3], dil[3], ostep[3];
   int nph;
@@ -406,6 +448,11 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
     }
     if (pt > ptaps) ptaps = pt;
   }
+  // Math "fp32": from 16 K steps (taps of the phase with the most, times 32-channel chunks). Below
+  // that (1x1x1 below 512 input channels, k2 s2 below 512) the copies cost more than the GEMM gains:
+  // 64 -> 256 1x1x1 of (2, 64, 16, 32, 32) took 0.063 ms here, 0.037 on conv3d_tc.cu's path; 256 -> 128
+  // k2 s2 of (2, 256, 8, 16, 16) 0.050 and 0.047 (run s18r2).
+  if (J.split && !J.forced && ptaps * tc_cdiv(J.C_in, 32) < 16) return VOLUA_FAST_NOT_APPLICABLE;
   cl_box(Qmax, CL_ROWS, p.box);
   // tiles of a box of `rows` positions, over all phases
   auto tiles_of = [&](const int box[3]) {
@@ -445,6 +492,9 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   const int fb = fbn ? atoi(fbn) : 0;
   for (const int bn : cl_widths)
     if (fb == bn && fb <= J.C_out) WN = fb / 8;
+  // Math "fp32" keeps two sums (acc and corr) a value: 64 or 128 channels a block (128 registers of
+  // sums at most) and 128 positions; 128 from 128 output channels (or forced).
+  if (J.split) WN = J.C_out >= 128 && fb != 64 ? 16 : 8;
   // 256 positions a block (MI 2: each B box serves twice the rows, a quarter less traffic a flop)
   // where BN is at most 128 and those blocks, unsplit, fill at least half the SMs. Measured (H200,
   // tf32): 128 -> 128 of (2, 128, 16, 32, 32), 128 blocks, GEMM 145 -> 108 us, the call 0.165 ->
@@ -452,7 +502,7 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   // VOLUA_TC_CL_BM=128|256 for measuring.
   int MI = 1, box2[3];
   cl_box(Qmax, 2 * CL_ROWS, box2);
-  if (WN <= 16) {
+  if (WN <= 16 && !J.split) {
     const int64_t units2 = tiles_of(box2) * tc_cdiv(J.C_out, WN * 8);
     const char *fbm = getenv("VOLUA_TC_CL_BM");
     MI = fbm && (atoi(fbm) == 128 || atoi(fbm) == 256) ? atoi(fbm) / 128 : 2 * units2 >= env.sms ? 2 : 1;
@@ -499,7 +549,7 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
     if (P.niter < min_niter) min_niter = P.niter;
     units += tf * p.co_blocks;
   }
-  p.stages = (int)((env.smem_optin - 1024 - 2 * CL_MAX_STAGES * 8) / (MI * CL_A_BYTES + BN * 128));
+  p.stages = (int)((env.smem_optin - 1024 - 2 * CL_MAX_STAGES * 8) / ((J.split ? 2 : 1) * (MI * CL_A_BYTES + BN * 128)));
   if (p.stages > CL_MAX_STAGES) p.stages = CL_MAX_STAGES;
   if (p.stages < 2 || units > ((int64_t)1 << 30)) return VOLUA_FAST_NOT_APPLICABLE;
   // split K where the units leave SMs idle: parts of at least 8 steps (of the phase with the fewest),
@@ -519,11 +569,13 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   }
   if (first > INT32_MAX) return VOLUA_FAST_NOT_APPLICABLE;
 
+  // (with J.split each copy's small parts follow it: xcls = xcl + xn, wcls = wcl + wn, 16-byte
+  // aligned as TMA wants, Cp being a multiple of 4)
   float *xcl = NULL, *wcl = NULL, *ws = NULL;
-  const int64_t xn = J.N * J.in[0] * J.in[1] * J.in[2] * Cp, wn = taps * J.C_out * Cp;
+  const int64_t xn = J.N * J.in[0] * J.in[1] * J.in[2] * Cp, wn = taps * J.C_out * Cp, copies = J.split ? 2 : 1;
   char merr[VOLUA_ERR_MAX];
-  if (volua_cuda_malloc(reinterpret_cast<void **>(&xcl), xn * 4, merr) ||
-      volua_cuda_malloc(reinterpret_cast<void **>(&wcl), wn * 4, merr) ||
+  if (volua_cuda_malloc(reinterpret_cast<void **>(&xcl), copies * xn * 4, merr) ||
+      volua_cuda_malloc(reinterpret_cast<void **>(&wcl), copies * wn * 4, merr) ||
       (p.ksplit > 1 && volua_cuda_malloc(reinterpret_cast<void **>(&ws), p.ksplit * p.ysize * 4, merr))) {
     volua_cuda_free(xcl); // no memory for the copies: the other paths
     volua_cuda_free(wcl);
@@ -538,7 +590,10 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   const int64_t wdim[5] = {Cp, J.C_out, taps, 1, 1};
   const int wbox[5] = {32, BN, 1, 1, 1}, wes[5] = {1, 1, 1, 1, 1};
   // (both 128-byte swizzled, as tc_wg_desc128 reads them)
-  if (tc_encode_map(&p.xmap, xcl, 5, xdim, xbox, xes, 3) || tc_encode_map(&p.wmap, wcl, 5, wdim, wbox, wes, 3)) {
+  float *xcls = J.split ? xcl + xn : NULL, *wcls = J.split ? wcl + wn : NULL;
+  if (tc_encode_map(&p.xmap, xcl, 5, xdim, xbox, xes, 3) || tc_encode_map(&p.wmap, wcl, 5, wdim, wbox, wes, 3) ||
+      (J.split && (tc_encode_map(&p.xsmap, xcls, 5, xdim, xbox, xes, 3) ||
+                   tc_encode_map(&p.wsmap, wcls, 5, wdim, wbox, wes, 3)))) {
     volua_cuda_free(xcl);
     volua_cuda_free(wcl);
     volua_cuda_free(ws);
@@ -552,24 +607,25 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   const int tt = (int)(taps < CL_WSMEM / CL_WC - 1 ? taps : CL_WSMEM / CL_WC - 1);
   if (J.N * stiles < ((int64_t)1 << 31) && tc_cdiv(Cp, 32) < 65536) {
     TC_LAUNCH(cl_layout_kernel, tc_dim3((unsigned)(J.N * stiles), (unsigned)tc_cdiv(Cp, 32), 1), 256, 32 * (CL_LS + 1) * 4,
-              s, x, xcl, J.C_in, Cp, S, stiles);
+              s, x, xcl, xcls, J.C_in, Cp, S, stiles);
     rc = tc_launch_failed(op, err);
   } else {
     rc = VOLUA_FAST_NOT_APPLICABLE;
   }
   if (rc == 0) {
     cl_chain_launch(cl_weights_kernel, tc_dim3((unsigned)tc_cdiv(Cp, CL_WC), (unsigned)J.C_out, 1), tc_dim3(256),
-                    (size_t)CL_WC * (tt | 1) * 4, s, w, wcl, J.C_out, J.C_in, Cp, taps, tt, J.w_co, J.w_c);
+                    (size_t)CL_WC * (tt | 1) * 4, s, w, wcl, wcls, J.C_out, J.C_in, Cp, taps, tt, J.w_co, J.w_c);
     rc = tc_launch_failed(op, err);
   }
   if (rc == 0)
-    rc = WN == 32   ? cl_launch<32, 1>(p, first, s, op, err)
-         : WN == 28 ? cl_launch<28, 1>(p, first, s, op, err)
-         : WN == 24 ? cl_launch<24, 1>(p, first, s, op, err)
-         : WN == 20 ? cl_launch<20, 1>(p, first, s, op, err)
-         : MI == 2  ? (WN == 16 ? cl_launch<16, 2>(p, first, s, op, err) : cl_launch<8, 2>(p, first, s, op, err))
-         : WN == 16 ? cl_launch<16, 1>(p, first, s, op, err)
-                    : cl_launch<8, 1>(p, first, s, op, err);
+    rc = J.split    ? (WN == 16 ? cl_launch<16, 1, true>(p, first, s, op, err) : cl_launch<8, 1, true>(p, first, s, op, err))
+         : WN == 32 ? cl_launch<32, 1, false>(p, first, s, op, err)
+         : WN == 28 ? cl_launch<28, 1, false>(p, first, s, op, err)
+         : WN == 24 ? cl_launch<24, 1, false>(p, first, s, op, err)
+         : WN == 20 ? cl_launch<20, 1, false>(p, first, s, op, err)
+         : MI == 2  ? (WN == 16 ? cl_launch<16, 2, false>(p, first, s, op, err) : cl_launch<8, 2, false>(p, first, s, op, err))
+         : WN == 16 ? cl_launch<16, 1, false>(p, first, s, op, err)
+                    : cl_launch<8, 1, false>(p, first, s, op, err);
   if (rc == 0 && p.ksplit > 1) {
     const int64_t vol = J.out[0] * J.out[1] * J.out[2];
     const int V = p.ksplit <= 4 ? 4 : p.ksplit <= 8 ? 2 : 1;
@@ -585,18 +641,20 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   if (rc == 0) {
     volua_cuda_fast_note_call();
     if (tc_verbose())
-      fprintf(stderr, "volua cl: %s, %d phase(s), box (%d, %d, %d) BN %d, %lld blocks of %d channel blocks, %d parts of K\n",
-              op, p.nph, p.box[0], p.box[1], p.box[2], BN, (long long)first, p.co_blocks, p.ksplit);
+      fprintf(stderr, "volua cl: %s%s, %d phase(s), box (%d, %d, %d) BN %d, %lld blocks of %d channel blocks, %d parts of K\n",
+              op, J.split ? " (split TF32)" : "", p.nph, p.box[0], p.box[1], p.box[2], BN, (long long)first, p.co_blocks, p.ksplit);
   }
   return rc;
 }
 
 // The fields of J that conv3d and conv_transpose3d fill alike: sizes, and the weight's strides
 // (conv3d's w is (C_out, C_in, taps), a transposed convolution's (C_in, C_out, taps)).
-static void cl_job_init(ClJob &J, const char *op, int64_t N, int64_t C_in, int64_t C_out, const int64_t in[3],
-                        const int64_t out[3], const int64_t kernel[3], bool transposed) {
+static void cl_job_init(ClJob &J, const char *op, volua_math_mode math, bool forced, int64_t N, int64_t C_in,
+                        int64_t C_out, const int64_t in[3], const int64_t out[3], const int64_t kernel[3], bool transposed) {
   memset(&J, 0, sizeof J);
   J.op = op;
+  J.split = math == VOLUA_MATH_FP32;
+  J.forced = forced;
   J.N = N, J.C_in = C_in, J.C_out = C_out;
   const int64_t taps = kernel[0] * kernel[1] * kernel[2];
   J.w_c = transposed ? C_out * taps : taps;
@@ -614,22 +672,28 @@ static void cl_job_init(ClJob &J, const char *op, int64_t N, int64_t C_in, int64
 // session) against conv_transpose3d_tc.cu's paths: k4 s2 p1 128 -> 64 of (2, 128, 16, 32, 32)
 // 0.300 ms against 0.552, k3 s2 p1 op1 128 -> 64 0.196 against 0.232, 64 -> 64 k4 of (4, 64, 8, 32,
 // 32) 0.208 against 0.306; but k2 s2 128 -> 64 of (2, 128, 32, 32, 32) 0.314 against 0.160 (the
-// one GEMM, unpadded), while 256 -> 128 of (2, 256, 8, 16, 16) 0.033 against 0.042.
-static int cl_wanted(int64_t C_in, int64_t C_out, bool uneven) {
+// one GEMM, unpadded), while 256 -> 128 of (2, 256, 8, 16, 16) 0.033 against 0.042. Math "fp32"
+// (split TF32) by the same rule and 16 K steps at least (cl_run). Measured (run s18r3), of the rows
+// of bench/small.py's three sets this takes: 1.07x to 4.9x faster than there, except 64 -> 128 k3
+// s2 p1 of (2, 64, 32, 64, 64) (0.192 ms against 0.183: its input copy has 8 times the output's
+// positions) and 128 -> 64 k4 s2 p1 of (2, 128, 16, 32, 32) (0.447 against 0.439); of the rows it
+// leaves, 128 -> 64 k3 of (2, 128, 16, 32, 32) took 0.141 there and 0.162 here (s18r1).
+static int cl_wanted(int64_t C_in, int64_t C_out, bool uneven) { // (2: forced)
   const char *v = getenv("VOLUA_TC_CL");
   if (v && strcmp(v, "0") == 0) return 0;
-  if (v && strcmp(v, "1") == 0) return 1;
+  if (v && strcmp(v, "1") == 0) return 2;
   if (uneven && C_in >= 64) return 1;
   return C_in >= 256 || (C_in >= 64 && C_out >= 128);
 }
 
 extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                                     float *y, volua_math_mode math, cudaStream_t s, char *err) {
-  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->padding_mode != VOLUA_PAD_ZEROS || g->C_in < 32 ||
-      g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, false))
+  const int want = cl_wanted(g->C_in, g->C_out, false);
+  if ((math != VOLUA_MATH_TF32 && math != VOLUA_MATH_FP32) || g->groups != 1 || g->padding_mode != VOLUA_PAD_ZEROS ||
+      g->C_in < 32 || g->C_out < 64 || !want)
     return VOLUA_FAST_NOT_APPLICABLE;
   ClJob J;
-  cl_job_init(J, "conv3d", g->N, g->C_in, g->C_out, g->in, g->out, g->kernel, false);
+  cl_job_init(J, "conv3d", math, want == 2, g->N, g->C_in, g->C_out, g->in, g->out, g->kernel, false);
   J.nph = 1;
   for (int d = 0; d < 3; d++) {
     J.stride[d] = g->stride[d], J.dil[d] = g->dilation[d], J.ostep[d] = 1;
@@ -651,11 +715,12 @@ extern "C" int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom 
     n[d] = g->stride[d] < g->out[d] ? g->stride[d] : g->out[d];
     for (int64_t c = 1; c < n[d]; c++) uneven = uneven || ph[d][c].taps != ph[d][0].taps || ph[d][c].ipad != ph[d][0].ipad;
   }
-  if (math != VOLUA_MATH_TF32 || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !cl_wanted(g->C_in, g->C_out, uneven) ||
+  const int want = cl_wanted(g->C_in, g->C_out, uneven);
+  if ((math != VOLUA_MATH_TF32 && math != VOLUA_MATH_FP32) || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !want ||
       n[0] * n[1] * n[2] > CL_MAX_PHASES)
     return VOLUA_FAST_NOT_APPLICABLE;
   ClJob J;
-  cl_job_init(J, "conv_transpose3d", g->N, g->C_in, g->C_out, g->in, g->out, g->kernel, true);
+  cl_job_init(J, "conv_transpose3d", math, want == 2, g->N, g->C_in, g->C_out, g->in, g->out, g->kernel, true);
   for (int d = 0; d < 3; d++) J.stride[d] = 1, J.ostep[d] = g->stride[d], J.dil[d] = ph[d][0].idil; // (idil: the same for every phase of a dim)
   J.nph = 0;
   for (int64_t cd = 0; cd < n[0]; cd++)

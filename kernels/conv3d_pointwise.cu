@@ -136,8 +136,8 @@ template <int MI, int NJ> __device__ __forceinline__ void pw_zero(float (&acc)[M
 // an operand's TF32 big part (truncation, as the tensor core reads raw bits) and, for SPLIT, the rest
 template <bool SPLIT> __device__ __forceinline__ void pw_split(float v, uint32_t &big, uint32_t &small) {
   if (SPLIT) {
-    big = __float_as_uint(v) & 0xffffe000u;
-    small = __float_as_uint(v - __uint_as_float(big));
+    big = tc_tf32_big(v);
+    small = __float_as_uint(tc_tf32_small(v));
   } else {
     big = __float_as_uint(v);
   }

@@ -54,7 +54,7 @@ extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, 
   if (tc_fast_disabled() || g->groups < 1 || g->padding_mode != VOLUA_PAD_ZEROS) return VOLUA_FAST_NOT_APPLICABLE;
   if (g->N <= 0 || g->C_in <= 0 || g->C_out <= 0 || g->out[0] <= 0 || g->out[1] <= 0 || g->out[2] <= 0)
     return VOLUA_FAST_NOT_APPLICABLE;
-  const int cl = volua_cuda_conv3d_cl(g, x, w, b, y, math, s, err); // deep layers in math "tf32" (conv3d_cl.cu)
+  const int cl = volua_cuda_conv3d_cl(g, x, w, b, y, math, s, err); // deep layers (conv3d_cl.cu)
   if (cl != VOLUA_FAST_NOT_APPLICABLE) return cl;
   Env env;
   if (tc_get_env(&env, op, err)) return 1;

@@ -206,7 +206,7 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
     }
   if ((int64_t)nlive[0] * nlive[1] * nlive[2] > MAX_PHASES) return VOLUA_FAST_NOT_APPLICABLE;
 
-  // -- deep layers in math "tf32": every phase in one launch on the channels-last path (conv3d_cl.cu),
+  // -- deep layers: every phase in one launch on the channels-last path (conv3d_cl.cu),
   // where its rule takes them ----
   {
     const int cl = volua_cuda_conv_transpose3d_cl(g, ph, x, w, b, y, math, s, err);

@@ -334,8 +334,8 @@ TC_DEVICE void tc_load_a(const char *__restrict__ P0, const int (&ro)[WM][2], in
 #pragma unroll
     for (int r = 0; r < 4; r++) {
       if (SPLIT) {
-        b[i][r] = __float_as_uint(v[r]) & 0xffffe000u;
-        sm[i][r] = __float_as_uint(v[r] - __uint_as_float(b[i][r]));
+        b[i][r] = tc_tf32_big(v[r]);
+        sm[i][r] = __float_as_uint(tc_tf32_small(v[r]));
       } else {
         b[i][r] = __float_as_uint(v[r]);
       }

@@ -636,6 +636,11 @@ static inline int tc_launch_pdl(void (*kernel)(P...), tc_dim3 grid, tc_dim3 bloc
 
 // -- on both ----
 
+// Math "fp32" (split TF32): an operand's big part, the bits the tensor core keeps of a float (it
+// truncates), and the rest, exact in a float; the rest is read as TF32 in turn.
+TC_DEVICE uint32_t tc_tf32_big(float v) { return __float_as_uint(v) & 0xffffe000u; }
+TC_DEVICE float tc_tf32_small(float v) { return v - __uint_as_float(tc_tf32_big(v)); }
+
 // Math "fp32": a value from its big products and its small ones. An infinite input has a small
 // part of NaN (inf - inf), which reaches corr; but every output it reaches has a big sum that is
 // infinite or NaN too (inf times a nonzero weight, or NaN), and that sum is then the value, as a

@@ -4,7 +4,7 @@
 -- padding, groups, channel counts that take each variant (32 or 64 channels per block, input channels
 -- in chunks, two channel blocks, transposed phases with and without taps), and conv3d's K split
 -- across blocks where the tiles are few (VOLUA_TC_VERBOSE=1's plan lines say "K in n parts"), and the
--- channels-last path for deep layers (kernels/conv3d_cl.cu, math "tf32" on Hopper). Each
+-- channels-last path for deep layers (kernels/conv3d_cl.cu on Hopper, split TF32 in "fp32"). Each
 -- case also checks, through vol.fast_calls, that the fast path served it. Pending without a GPU. Run it with
 -- VOLUA_POISON=1 so that an output element the kernels forget to write is NaN and fails.
 -- VOLUA_SEED=n reproduces a run; VOLUA_FAST_TRIALS sets the random cases per op and mode (default 12).
@@ -193,9 +193,9 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       run_cases(mode, cases, 6000, "c")
     end)
 
-    -- math "tf32" on an H100/H200: the channels-last path (conv3d_cl.cu) takes those its rule takes
-    -- (VOLUA_TC_CL=1: all of them; VOLUA_TC_VERBOSE=1 prints "volua cl:" lines); math "fp32": conv3d_tc.cu
-    it("conv3d: deep layers (the channels-last path in math tf32)", function()
+    -- on an H100/H200: the channels-last path (conv3d_cl.cu; split TF32 in math "fp32") takes those its
+    -- rule takes (VOLUA_TC_CL=1: all of them; VOLUA_TC_VERBOSE=1 prints "volua cl:" lines)
+    it("conv3d: deep layers (the channels-last path)", function()
       local cases = {
         {n = 2, cin = 64, cout = 64, size = {4, 8, 8}, k = 3, padding = 1},                 -- 8x8 planes: boxes of 2 planes
         {n = 1, cin = 96, cout = 128, size = {3, 5, 9}, k = 3, padding = 1, bias = true},   -- 128 channels a block, K split
@@ -218,7 +218,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
 
     -- transposed convolutions there too (groups 1, every phase live: the phases in one launch), by the
     -- same rule (VOLUA_TC_CL=1: all of these); else conv_transpose3d_tc.cu's phases
-    it("conv_transpose3d: deep layers (the channels-last path in math tf32)", function()
+    it("conv_transpose3d: deep layers (the channels-last path)", function()
       local cases = {
         {n = 2, cin = 64, cout = 128, size = {3, 4, 5}, k = 4, stride = 2, padding = 1, bias = true}, -- the rule's: 8 phases of 2x2x2 taps
         {n = 1, cin = 256, cout = 64, size = {2, 3, 4}, k = 3, stride = 2, padding = 1, output_padding = 1}, -- phases of 2 and 1 taps
