@@ -492,8 +492,9 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   const int fb = fbn ? atoi(fbn) : 0;
   for (const int bn : cl_widths)
     if (fb == bn && fb <= J.C_out) WN = fb / 8;
-  // Math "fp32" keeps two sums (acc and corr) a value: 64 or 128 channels a block (128 registers of
-  // sums at most) and 128 positions; 128 from 128 output channels (or forced).
+  // Math "fp32" keeps two sums (acc and corr) a value: 64 or 128 channels a block and 128 positions
+  // (with 160, ptxas caps the kernel at 168 registers and spills 1.8 KB); 128 from 128 output
+  // channels (or forced: 64 measured slower on every deep layer of bench/small.py, run s18r5).
   if (J.split) WN = J.C_out >= 128 && fb != 64 ? 16 : 8;
   // 256 positions a block (MI 2: each B box serves twice the rows, a quarter less traffic a flop)
   // where BN is at most 128 and those blocks, unsplit, fill at least half the SMs. Measured (H200,
