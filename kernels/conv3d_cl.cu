@@ -291,12 +291,15 @@ TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, float *xcls, int64_t
 // taps, w_c = C_out taps), channels C..Cp-1 zero. Block: one output channel (blockIdx.y) and CL_WC
 // input channels (blockIdx.x), tt taps at a time (all of them where they fit in 48 KB of shared
 // memory): the reads are runs of tt floats (conv3d with all taps: one contiguous run of cn x tt;
-// CL_WLOADS in flight a thread), the writes a row of CL_WC channels (512 bytes) per tap. Shared
-// memory holds (channel, tap) with an odd pitch (tn, or tn + 1 where tn is even), so that the
-// writes' reads of one tap from 32 channels hit 32 banks: with the pitch even (64 taps of a k4
-// transposed convolution) they were 32-way conflicts, and the copy of 512 -> 256 k4 took 52 us
-// (bench/NOTES.md, seventeenth session). Math "fp32" (wcls not NULL): wcl = w unrounded and wcls its
-// small parts.
+// CL_WLOADS in flight a thread; a transposed convolution's runs of a multiple of 4 taps 16 bytes a
+// lane), the writes a row of CL_WC channels (512 bytes) per tap, a warp a row. Shared memory holds
+// (channel, tap) with an odd pitch (tn, or tn + 1 where tn is even), so that the writes' reads of
+// one tap from 32 channels hit 32 banks: with the pitch even (64 taps of a k4 transposed
+// convolution) they were 32-way conflicts, and the copy of 512 -> 256 k4 took 52 us (bench/NOTES.md,
+// seventeenth session). The kernel was then bound by its instructions (ncu: 21 M warp instructions
+// for 8.4 M values); without divisions, with 16-byte loads and a row a warp, 512 -> 256 k4 took 19.6
+// us in "tf32" (33.9 before) and 28.2 in "fp32" (36.0), 7.8 M and 9.3 M instructions (run s18r9).
+// Math "fp32" (wcls not NULL): wcl = w unrounded and wcls its small parts.
 #define CL_WC 128
 #define CL_WSMEM 12288 // floats
 #define CL_WLOADS 8
@@ -328,31 +331,63 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, float *wcls, int64_
           if (i < n) tile[flat ? i : i / tn * pitch + i % tn] = wcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
         }
       }
-    } else { // runs of tn taps a channel, w_c apart: a warp takes (channel, 32 taps) items, a lane a tap
-      // (a division per item, not per value: with one per value the copy of 512 -> 256 k4 s2 p1's 33 MB
-      // took 43 us; bench/NOTES.md, seventeenth session)
-      const int G = (tn + 31) / 32, items = cn * G, warp = tid >> 5, lane = tid & 31;
-      for (int k0 = warp; k0 < items; k0 += 8 * CL_WLOADS) {
-        float v[CL_WLOADS];
+    } else { // runs of tn taps a channel, w_c apart (no division: with a division per (channel, 32
+      // taps) item, and one per value before that, the kernel was bound by its instructions;
+      // bench/NOTES.md, seventeenth and eighteenth sessions)
+      const int warp = tid >> 5, lane = tid & 31;
+      if (tn % 4 == 0 && w_c % 4 == 0 && ((uintptr_t)src & 15) == 0) {
+        // 16 bytes a lane: 4 taps (runs of tn taps, each 16-byte aligned); a warp takes 32 / (tn / 4)
+        // channels at a time where tn <= 128
+        const int q = tn / 4, per = q < 32 ? 32 / q : 1; // lanes a run; runs a warp load
+        const int lc = q < 32 ? lane / q : 0, lt = q < 32 ? lane % q : lane;
+        for (int cb = warp * per + lc; cb < cn && lane < per * q; cb += 8 * per * CL_WLOADS) // (lanes past per q idle)
+          for (int g = 4 * lt; g < tn; g += 128) {
+            float4 v[CL_WLOADS];
 #pragma unroll
-        for (int u = 0; u < CL_WLOADS; u++) {
-          const int k = k0 + 8 * u, c = k / G, t = (k - c * G) * 32 + lane;
-          v[u] = k < items && t < tn ? src[(int64_t)c * w_c + t] : 0.0f;
-        }
+            for (int u = 0; u < CL_WLOADS; u++) {
+              const int c = cb + 8 * per * u;
+              v[u] = c < cn ? *reinterpret_cast<const float4 *>(src + (int64_t)c * w_c + g) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
 #pragma unroll
-        for (int u = 0; u < CL_WLOADS; u++) {
-          const int k = k0 + 8 * u, c = k / G, t = (k - c * G) * 32 + lane;
-          if (k < items && t < tn) tile[c * pitch + t] = wcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
-        }
+            for (int u = 0; u < CL_WLOADS; u++) {
+              const int c = cb + 8 * per * u;
+              if (c < cn) {
+                float *d = tile + c * pitch + g;
+                d[0] = wcls ? v[u].x : __uint_as_float(tc_tf32(v[u].x));
+                d[1] = wcls ? v[u].y : __uint_as_float(tc_tf32(v[u].y));
+                d[2] = wcls ? v[u].z : __uint_as_float(tc_tf32(v[u].z));
+                d[3] = wcls ? v[u].w : __uint_as_float(tc_tf32(v[u].w));
+              }
+            }
+          }
+      } else { // 4 bytes a lane: warp w takes channels w, w + 8, .., a lane a tap
+        const int64_t s8 = 8 * w_c; // channel c + 8's run after channel c's
+        for (int cb = warp; cb < cn; cb += 8 * CL_WLOADS)
+          for (int g = 0; g < tn; g += 32) { // taps g .. g + 31
+            const int t = g + lane;
+            const float *sp = src + (int64_t)cb * w_c + t;
+            float v[CL_WLOADS];
+#pragma unroll
+            for (int u = 0; u < CL_WLOADS; u++) v[u] = cb + 8 * u < cn && t < tn ? sp[u * s8] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < CL_WLOADS; u++)
+              if (cb + 8 * u < cn && t < tn) tile[(cb + 8 * u) * pitch + t] = wcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
+          }
       }
     }
     TC_SYNC();
-    for (int i = tid; i < tn * CL_WC; i += 256) {
-      const int t = i / CL_WC, c = i % CL_WC;
-      if (c0 + c < Cp) {
-        const float v = c < cn ? tile[c * pitch + t] : 0.0f;
-        wcl[((t0 + t) * C_out + co) * Cp + c0 + c] = v;
-        if (wcls) wcls[((t0 + t) * C_out + co) * Cp + c0 + c] = tc_tf32_small(v);
+    // tap t's row of CL_WC channels: a warp a tap, a lane channels lane, lane + 32, ... (the tile's
+    // reads of 32 channels in 32 banks, the pitch being odd; 128-byte stores)
+    for (int t = tid >> 5; t < tn; t += 8) {
+      float *dst = wcl + ((t0 + t) * C_out + co) * Cp + c0, *dsts = wcls ? wcls + (dst - wcl) : NULL;
+#pragma unroll
+      for (int k = 0; k < CL_WC / 32; k++) {
+        const int c = k * 32 + (tid & 31);
+        if (c0 + c < Cp) {
+          const float v = c < cn ? tile[c * pitch + t] : 0.0f;
+          dst[c] = v;
+          if (dsts) dsts[c] = tc_tf32_small(v);
+        }
       }
     }
     TC_SYNC();
