@@ -499,6 +499,10 @@ int main(int argc, char **argv) {
       setenv("VOLUA_TC_CL_BM", "256", 1);
       run_transpose(1, 40, 70, in2, k, s222, p1, op1, d1, true, m);
       unsetenv("VOLUA_TC_CL_BM");
+      // the weight copy's 16-byte loads with runs of 12 taps: 3 lanes a run, 10 runs a warp load, 2
+      // lanes idle
+      const int64_t k134[3] = {1, 3, 4}, s122[3] = {1, 2, 2}, p011[3] = {0, 1, 1};
+      run_transpose(1, 70, 64, in, k134, s122, p011, op0, d1, true, m);
       unsetenv("VOLUA_TC_CL");
     }
     for (int i = 0; i < random_cases; i++) {

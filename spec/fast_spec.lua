@@ -230,6 +230,8 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 64, cout = 128, size = {3, 4, 6}, k = 4, stride = 2, padding = 1, specials = 6}, -- NaN and infinities
         {n = 1, cin = 512, cout = 256, size = {2, 4, 4}, k = 4, stride = 2, padding = 1, bias = true}, -- deep: K split
         {n = 1, cin = 64, cout = 128, size = {3, 4, 5}, k = 3, stride = 2, padding = 1, dilation = 2}, -- dead phases: not this path
+        {n = 1, cin = 70, cout = 64, size = {3, 5, 6}, k = {1, 3, 4}, stride = {1, 2, 2}, padding = {0, 1, 1},
+         bias = true},                                               -- weight copy: runs of 12 taps, 10 a warp load (2 lanes idle)
       }
       run_cases(mode, cases, 7500, "t")
     end)
