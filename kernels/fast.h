@@ -23,7 +23,8 @@ extern "C" {
 /* conv3d_tc.cu: padding_mode "zeros", any groups, stride, dilation, padding. */
 int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                          float *y, volua_math_mode math, cudaStream_t s, char *err);
-/* conv3d_cl.cu: groups 1, padding_mode "zeros", math "tf32", at least 32 input and 64 output channels,
+/* conv3d_cl.cu: groups 1, padding_mode "zeros", both maths ("fp32" as split TF32, from 16 K steps
+ * unless forced), at least 32 input and 64 output channels,
  * strides up to 8, on compute capability 9.0 (wgmma and TMA); a channels-last copy of the input.
  * Tried first by conv3d_tc.cu where its rule (or VOLUA_TC_CL=1) says so. */
 int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
@@ -35,7 +36,7 @@ typedef struct volua_tconv_phase {
   int64_t Q, taps, ipad, idil, kfirst, kstep;
   int live; /* has taps and outputs */
 } volua_tconv_phase;
-/* conv3d_cl.cu too: a transposed convolution with groups 1 and every phase live, in math "tf32",
+/* conv3d_cl.cu too: a transposed convolution with groups 1 and every phase live, in both maths,
  * strides up to 8 and at most 8 phases, all in one launch; ph[d][c]: phase c of dim d,
  * c < stride[d]. Tried first by conv_transpose3d_tc.cu. */
 int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom *g, const volua_tconv_phase (*ph)[64],
