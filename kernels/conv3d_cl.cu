@@ -252,6 +252,10 @@ TC_GLOBAL void cl_reduce_kernel(const float *ws, int ksplit, int64_t ysize, cons
   }
 }
 
+// What a copy keeps of value v: v itself where its small part is copied too (math "fp32", split:
+// the GEMM reads the TF32 big part of it, tc_tf32_big), else v rounded to TF32 (math "tf32").
+TC_DEVICE float cl_kept(float v, bool split) { return split ? v : __uint_as_float(tc_tf32(v)); }
+
 // xcl (N, S, Cp) = tf32(x (N, C, S)), S = D H W positions, channels C..Cp-1 zero: a transpose of
 // each sample's (C, S) plane. Block: CL_LS positions (blockIdx.x, with the sample) by 32 channels
 // (blockIdx.y) through shared memory: a warp reads 128 bytes of one channel's positions and writes
@@ -274,7 +278,7 @@ TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, float *xcls, int64_t
     v[u] = c0 + cy < C && s0 + sx < S ? x[(n * C + c0 + cy) * S + s0 + sx] : 0.0f;
   }
 #pragma unroll
-  for (int u = 0; u < CL_LS / 8; u++) tile[ty + 8 * (u % 4)][(u / 4) * 32 + tx] = xcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
+  for (int u = 0; u < CL_LS / 8; u++) tile[ty + 8 * (u % 4)][(u / 4) * 32 + tx] = cl_kept(v[u], xcls != NULL);
   TC_SYNC();
 #pragma unroll
   for (int sy = ty; sy < CL_LS; sy += 8) {
@@ -328,7 +332,7 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, float *wcls, int64_
 #pragma unroll
         for (int u = 0; u < CL_WLOADS; u++) {
           const int i = i0 + u * 256;
-          if (i < n) tile[flat ? i : i / tn * pitch + i % tn] = wcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
+          if (i < n) tile[flat ? i : i / tn * pitch + i % tn] = cl_kept(v[u], wcls != NULL);
         }
       }
     } else { // runs of tn taps a channel, w_c apart (no division: with a division per (channel, 32
@@ -353,10 +357,10 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, float *wcls, int64_
               const int c = cb + 8 * per * u;
               if (c < cn) {
                 float *d = tile + c * pitch + g;
-                d[0] = wcls ? v[u].x : __uint_as_float(tc_tf32(v[u].x));
-                d[1] = wcls ? v[u].y : __uint_as_float(tc_tf32(v[u].y));
-                d[2] = wcls ? v[u].z : __uint_as_float(tc_tf32(v[u].z));
-                d[3] = wcls ? v[u].w : __uint_as_float(tc_tf32(v[u].w));
+                d[0] = cl_kept(v[u].x, wcls != NULL);
+                d[1] = cl_kept(v[u].y, wcls != NULL);
+                d[2] = cl_kept(v[u].z, wcls != NULL);
+                d[3] = cl_kept(v[u].w, wcls != NULL);
               }
             }
           }
@@ -371,7 +375,7 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, float *wcls, int64_
             for (int u = 0; u < CL_WLOADS; u++) v[u] = cb + 8 * u < cn && t < tn ? sp[u * s8] : 0.0f;
 #pragma unroll
             for (int u = 0; u < CL_WLOADS; u++)
-              if (cb + 8 * u < cn && t < tn) tile[(cb + 8 * u) * pitch + t] = wcls ? v[u] : __uint_as_float(tc_tf32(v[u]));
+              if (cb + 8 * u < cn && t < tn) tile[(cb + 8 * u) * pitch + t] = cl_kept(v[u], wcls != NULL);
           }
       }
     }
