@@ -295,8 +295,8 @@ TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, float *xcls, int64_t
 // taps, w_c = C_out taps), channels C..Cp-1 zero. Block: one output channel (blockIdx.y) and CL_WC
 // input channels (blockIdx.x), tt taps at a time (all of them where they fit in 48 KB of shared
 // memory): the reads are runs of tt floats (conv3d with all taps: one contiguous run of cn x tt;
-// CL_WLOADS in flight a thread; a transposed convolution's runs of a multiple of 4 taps 16 bytes a
-// lane), the writes a row of CL_WC channels (512 bytes) per tap, a warp a row. Shared memory holds
+// CL_WLOADS in flight a thread, 16 bytes each where the run is aligned and the tile's pitch is tt;
+// a transposed convolution's runs of a multiple of 4 taps 16 bytes a lane), the writes a row of CL_WC channels (512 bytes) per tap, a warp a row. Shared memory holds
 // (channel, tap) with an odd pitch (tn, or tn + 1 where tn is even), so that the writes' reads of
 // one tap from 32 channels hit 32 banks: with the pitch even (64 taps of a k4 transposed
 // convolution) they were 32-way conflicts, and the copy of 512 -> 256 k4 took 52 us (bench/NOTES.md,
@@ -321,7 +321,30 @@ TC_GLOBAL void cl_weights_kernel(const float *w, float *wcl, float *wcls, int64_
     const int pitch = tn | 1;
     const bool flat = pitch == tn; // ... at tile[i]
     const float *src = w + co * w_co + c0 * w_c + t0;
-    if (run) { // one contiguous run: thread i0 + 256 u takes value i0 + 256 u
+    if (run && flat && ((uintptr_t)src & 15) == 0) {
+      // one contiguous run, 16-byte aligned (conv3d with C_in a multiple of 4), to a tile of the
+      // same order (an odd number of taps): thread i0 + 256 u takes values 4 (i0 + 256 u) to 4 (i0 +
+      // 256 u) + 3, then the tail of n % 4 values one a thread
+      const int n4 = n / 4;
+      const float4 *s4 = reinterpret_cast<const float4 *>(src);
+      float4 *t4 = reinterpret_cast<float4 *>(tile);
+      for (int i0 = tid; i0 < n4; i0 += 256 * CL_WLOADS) {
+        float4 v[CL_WLOADS];
+#pragma unroll
+        for (int u = 0; u < CL_WLOADS; u++) {
+          const int i = i0 + u * 256;
+          v[u] = i < n4 ? s4[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < CL_WLOADS; u++) {
+          const int i = i0 + u * 256;
+          if (i < n4)
+            t4[i] = make_float4(cl_kept(v[u].x, wcls != NULL), cl_kept(v[u].y, wcls != NULL), cl_kept(v[u].z, wcls != NULL),
+                                cl_kept(v[u].w, wcls != NULL));
+        }
+      }
+      if (4 * n4 + tid < n) tile[4 * n4 + tid] = cl_kept(src[4 * n4 + tid], wcls != NULL);
+    } else if (run) { // one contiguous run: thread i0 + 256 u takes value i0 + 256 u
       for (int i0 = tid; i0 < n; i0 += 256 * CL_WLOADS) {
         float v[CL_WLOADS];
 #pragma unroll
