@@ -212,6 +212,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         {n = 1, cin = 64, cout = 380, size = {3, 5, 9}, k = 3, padding = 1},              -- 192 a block, the second partial
         {n = 1, cin = 64, cout = 224, size = {4, 8, 16}, k = 3, padding = 1, bias = true},  -- 224 channels a block
         {n = 1, cin = 72, cout = 440, size = {3, 5, 9}, k = 3, padding = 1},              -- 224 a block, the second partial
+        {n = 1, cin = 33, cout = 64, size = {3, 5, 9}, k = 3, padding = 1},              -- weight copy: the first run 16 bytes a thread, a tail of 3
       }
       run_cases(mode, cases, 7000, "c")
     end)
