@@ -296,7 +296,8 @@ TC_GLOBAL void cl_layout_kernel(const float *x, float *xcl, float *xcls, int64_t
 // input channels (blockIdx.x), tt taps at a time (all of them where they fit in 48 KB of shared
 // memory): the reads are runs of tt floats (conv3d with all taps: one contiguous run of cn x tt;
 // CL_WLOADS in flight a thread, 16 bytes each where the run is aligned and the tile's pitch is tt;
-// a transposed convolution's runs of a multiple of 4 taps 16 bytes a lane), the writes a row of CL_WC channels (512 bytes) per tap, a warp a row. Shared memory holds
+// a transposed convolution's runs of a multiple of 4 taps 16 bytes a lane), the writes a row of
+// CL_WC channels (512 bytes) per tap, a warp a row. Shared memory holds
 // (channel, tap) with an odd pitch (tn, or tn + 1 where tn is even), so that the writes' reads of
 // one tap from 32 channels hit 32 banks: with the pitch even (64 taps of a k4 transposed
 // convolution) they were 32-way conflicts, and the copy of 512 -> 256 k4 took 52 us (bench/NOTES.md,
