@@ -422,6 +422,10 @@ int main(int argc, char **argv) {
       const int64_t inw[3] = {2, 3, 128}; // L1-73-like rows: the phases as columns, C_in in chunks
       run_transpose(1, 32, 16, inw, k3, s, p1, op0, d, true, m);
       run_transpose(1, 32, 32, inw, k3, s, p1, op0, d, true, m); // 256 columns: W pairs (fp32), every phase (tf32)
+      // L1-73's planes of 4 x 128 phase rows: in math "tf32" 512 positions a block with C_in in 3 chunks of
+      // 11, where 256 positions would take 2 of 16 (tc_plan_store's every-phase rule)
+      const int64_t inw4[3] = {2, 4, 128};
+      run_transpose(1, 32, 32, inw4, k3, s, p1, op0, d, true, m);
       // 512 and 1024 columns: every phase in one GEMM (tf32; and fp32 where, as here, the phase-by-phase
       // launches would have fewer tiles than SMs), 8 and 16 channel blocks
       const int64_t in5[3] = {2, 3, 8}, op5[3] = {1, 1, 1};

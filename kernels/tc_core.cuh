@@ -1819,8 +1819,13 @@ static inline int tc_plan_store(Params &p, bool split, int epi, const Env &env) 
   if (want == 4) return tc_plan_store_wm(p, split, epi, env, 4) && tc_plan_teams(p, split, epi, env);
   Params a = p, b = p;
   const int ok4 = tc_plan_store_wm(a, split, epi, env, 4), ok2 = tc_plan_store_wm(b, split, epi, env, 2);
-  // WM 4 unless it needs more chunks or pads the planes' last tiles with noticeably more rows
-  if (ok4 && (!ok2 || (a.nchunks <= b.nchunks && a.tiles_per_plane * a.BM * 8 <= b.tiles_per_plane * b.BM * 9))) {
+  // WM 4 unless it needs more chunks or pads the planes' last tiles with noticeably more rows. An
+  // every-phase GEMM whose K is chunked at WM 2 as well takes WM 4's extra chunks where they keep 8
+  // channels or more (H200, tf32, bench/NOTES.md, twentieth session: KernelBench L1-73 1.057 ->
+  // 0.984 ms, k3 s2 p1 32 -> 32 on (2, 32, 15, 30, 45) 0.164 -> 0.137; with chunks of 4 channels,
+  // k4 s2 p1 32 -> 16 on (2, 32, 32, 64, 64) went 0.312 -> 0.316, so those keep WM 2)
+  const bool more_chunks = epi == EPI_PHASES && b.nchunks > 1 && a.ci_chunk >= 8;
+  if (ok4 && (!ok2 || ((a.nchunks <= b.nchunks || more_chunks) && a.tiles_per_plane * a.BM * 8 <= b.tiles_per_plane * b.BM * 9))) {
     p = a;
     return tc_plan_teams(p, split, epi, env);
   }

@@ -327,6 +327,9 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         -- leave outputs no tap reaches (bias only)
         {n = 2, cin = 40, cout = 24, size = {3, 5, 16}, k = 3, padding = 1, bias = true},
         {n = 1, cin = 5, cout = 8, size = {3, 5, 16}, k = 3, padding = 1, dilation = {1, 2, 4}, bias = true},
+        -- L1-73's planes of 4 x 128 phase rows: in math "tf32" every phase in one GEMM, 512 positions a
+        -- block with C_in in 3 chunks of 11 (256 positions would take 2 chunks of 16)
+        {n = 1, cin = 32, cout = 32, size = {2, 4, 128}, k = 3, stride = 2, padding = 1, bias = true},
       }
       run_cases(mode, cases, 1000, "t")
     end)
