@@ -336,6 +336,72 @@ static void plans(void) {
   }
 }
 
+// `tc_emulate plans` also lists, through the ops' own entry points with launches skipped
+// (tc_emu_plan_only) and VOLUA_TC_VERBOSE's report line, the plans of the shapes the twentieth
+// and twenty-first sessions timed (.devrun's tph.lua and conv2.lua in bench/NOTES.md, and three
+// of the upsampling set): the transposed convolutions of the tc path and four convolutions, both
+// maths, for 132 SMs.
+static void plans_by_entry(void) {
+  using namespace volua_tc;
+  struct T { const char *name; int64_t x[5], w[5], s, pd, op, groups; int64_t pad3[3]; };
+  const T tr[] = {
+      {"L1-73", {4, 32, 32, 64, 128}, {32, 32, 3, 3, 3}, 2, 1, 0, 1, {0, 0, 0}},
+      {"k3s2op1 32-16", {8, 32, 16, 32, 32}, {32, 16, 3, 3, 3}, 2, 1, 1, 1, {0, 0, 0}},
+      {"k2s2 32-16", {8, 32, 16, 32, 32}, {32, 16, 2, 2, 2}, 2, 0, 0, 1, {0, 0, 0}},
+      {"k4s2p1 32-16", {2, 32, 32, 64, 64}, {32, 16, 4, 4, 4}, 2, 1, 0, 1, {0, 0, 0}},
+      {"k2s2 64-32", {1, 64, 64, 64, 64}, {64, 32, 2, 2, 2}, 2, 0, 0, 1, {0, 0, 0}},
+      {"k2s2 128-64", {2, 128, 32, 32, 32}, {128, 64, 2, 2, 2}, 2, 0, 0, 1, {0, 0, 0}},
+      {"g4 k3s2", {4, 32, 32, 64, 128}, {32, 8, 3, 3, 3}, 2, 1, 0, 4, {0, 0, 0}},
+      {"L1-72", {8, 32, 12, 24, 48}, {32, 8, 3, 5, 7}, 2, -1, 1, 4, {1, 2, 3}},
+      {"k3s2op1 16-8", {2, 16, 32, 64, 64}, {16, 8, 3, 3, 3}, 2, 1, 1, 1, {0, 0, 0}},
+      {"k3s2p1 32-32 odd", {2, 32, 15, 30, 45}, {32, 32, 3, 3, 3}, 2, 1, 0, 1, {0, 0, 0}},
+      {"k4s2p1 48-24", {2, 48, 16, 32, 32}, {48, 24, 4, 4, 4}, 2, 1, 0, 1, {0, 0, 0}},
+      {"up k4s2p1 64-32", {2, 64, 16, 32, 32}, {64, 32, 4, 4, 4}, 2, 1, 0, 1, {0, 0, 0}},
+      {"up k3s2op1 64-32", {2, 64, 16, 32, 32}, {64, 32, 3, 3, 3}, 2, 1, 1, 1, {0, 0, 0}},
+      {"up k2s2 64-32", {2, 64, 16, 32, 32}, {64, 32, 2, 2, 2}, 2, 0, 0, 1, {0, 0, 0}},
+  };
+  alignas(128) static float buf[64]; // never read: no launch runs
+  tc_emu_plan_only = true;
+  const int sms = tc_emu_env.sms;
+  tc_emu_env.sms = 132; // an H100's or H200's SMs, as the plans see them there
+  setenv("VOLUA_TC_VERBOSE", "1", 1);
+  const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};
+  for (volua_math_mode m : modes) {
+    for (const T &c : tr) {
+      volua_conv_transpose3d_geom g;
+      memset(&g, 0, sizeof g);
+      g.N = c.x[0], g.C_in = c.x[1], g.C_out = c.w[1] * c.groups, g.groups = c.groups;
+      for (int d = 0; d < 3; d++) {
+        g.in[d] = c.x[2 + d], g.kernel[d] = c.w[2 + d], g.stride[d] = c.s, g.padding[d] = c.pd >= 0 ? c.pd : c.pad3[d];
+        g.output_padding[d] = c.op, g.dilation[d] = 1;
+        g.out[d] = (g.in[d] - 1) * g.stride[d] - 2 * g.padding[d] + (g.kernel[d] - 1) + g.output_padding[d] + 1;
+      }
+      char err[VOLUA_ERR_MAX] = "";
+      fprintf(stderr, "%s %s:\n", c.name, m == VOLUA_MATH_FP32 ? "fp32" : "tf32");
+      const int rc = volua_cuda_conv_transpose3d_tc(&g, buf, buf, NULL, buf, m, NULL, err);
+      if (rc) fprintf(stderr, "  rc %d %s\n", rc, err);
+    }
+    struct C { const char *name; int64_t x[5], w[5], pd; };
+    const C cv[] = {{"L1-60", {16, 3, 64, 64, 64}, {64, 3, 3, 5, 7}, 0}, {"L1-66", {8, 3, 16, 128, 128}, {64, 3, 3, 5, 7}, 0},
+                    {"L1-54", {16, 3, 64, 64, 64}, {64, 3, 3, 3, 3}, 0}, {"c32", {4, 32, 32, 64, 64}, {32, 32, 3, 3, 3}, 1}};
+    for (const C &c : cv) {
+      volua_conv3d_geom g;
+      memset(&g, 0, sizeof g);
+      g.N = c.x[0], g.C_in = c.x[1], g.C_out = c.w[0], g.groups = 1, g.padding_mode = VOLUA_PAD_ZEROS;
+      for (int d = 0; d < 3; d++) {
+        g.in[d] = c.x[2 + d], g.kernel[d] = c.w[2 + d], g.stride[d] = 1, g.pad_lo[d] = g.pad_hi[d] = c.pd, g.dilation[d] = 1;
+        g.out[d] = out_size(g.in[d], g.kernel[d], 1, c.pd, 1);
+      }
+      char err[VOLUA_ERR_MAX] = "";
+      fprintf(stderr, "%s %s:\n", c.name, m == VOLUA_MATH_FP32 ? "fp32" : "tf32");
+      const int rc = volua_cuda_conv3d_tc(&g, buf, buf, NULL, buf, m, NULL, err);
+      if (rc) fprintf(stderr, "  rc %d %s\n", rc, err);
+    }
+  }
+  tc_emu_plan_only = false;
+  tc_emu_env.sms = sms;
+}
+
 // tc_div (the kernels' tile decode) against '/': every divisor the plans can make, at the edges
 // and on a pseudo-random spread of dividends below 2^31, plus a dense sweep for a few divisors.
 static void check_tc_div(void) {
@@ -366,6 +432,7 @@ static void check_tc_div(void) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "plans") == 0) {
     plans();
+    plans_by_entry();
     return 0;
   }
   const int random_cases = argc > 1 ? atoi(argv[1]) : 6;
@@ -426,6 +493,13 @@ int main(int argc, char **argv) {
       // 11, where 256 positions would take 2 of 16 (tc_plan_store's every-phase rule)
       const int64_t inw4[3] = {2, 4, 128};
       run_transpose(1, 32, 32, inw4, k3, s, p1, op0, d, true, m);
+      // Plans on the exact tile span, where it makes the better plan (tc_plan): k2 s2 64 -> 32 on 64 x 64
+      // phase rows (math "fp32": 4 patch rows, the staged-rows epilogue), 128 -> 64 on 32 x 32 ("tf32":
+      // 16 rows, staged rows), and L1-72's 24 x 48 rows ("tf32": two blocks an SM)
+      const int64_t k2[3] = {2, 2, 2}, in64[3] = {1, 64, 64}, in32[3] = {1, 32, 32}, in72[3] = {1, 24, 48};
+      run_transpose(1, 64, 32, in64, k2, s, op0, op0, d, true, m);
+      run_transpose(1, 128, 64, in32, k2, s, op0, op0, d, false, m);
+      run_transpose(1, 32, 32, in72, k, s, p, op, d, true, m, 4);
       // 512 and 1024 columns: every phase in one GEMM (tf32; and fp32 where, as here, the phase-by-phase
       // launches would have fewer tiles than SMs), 8 and 16 channel blocks
       const int64_t in5[3] = {2, 3, 8}, op5[3] = {1, 1, 1};

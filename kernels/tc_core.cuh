@@ -1294,14 +1294,17 @@ struct Env {
 };
 
 static inline int64_t tc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t tc_gcd(int64_t a, int64_t b) { return b ? tc_gcd(b, a % b) : a; }
 
 // Fills the plan fields of p for BN = 8*WN channels per block, or returns 0 when the geometry does
 // not fit shared memory or 32-bit shared offsets. Prefers the whole of C_in in one chunk (weights
 // staged once per block), else the fewest chunks that fit.
 // teams 2: two teams of TC_WARPS / 2 warps, each with tiles of half as many positions and tbufs
 // patch buffers of its own (2, or 1); only where the weights fit whole (staged once for both teams).
-static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env, int WM = 2, int teams = 1,
-                          int tbufs = 2) {
+// rows: -1, patch rows for (BM - 1) / Q2 + 2 output rows (a bound); 0, for the exact span below;
+// n > 0, n rows past that (for measuring: VOLUA_TC_ROWS).
+static inline int tc_plan_rows(Params &p, int WN, bool split, int epi, const Env &env, int WM, int teams, int tbufs,
+                               int rows) {
   if (p.groups < 1 || (epi == EPI_STATS && p.groups != 1)) return 0;
   if (p.nsub < 1) p.nsub = 1;
   if (p.nsub > 2 || (p.nsub > 1 && epi != EPI_STORE)) return 0;
@@ -1328,8 +1331,12 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   p.tiles_per_n = p.Q[0] * p.tiles_per_plane;
   p.ntiles = p.N * p.tiles_per_n;
   p.dec32 = p.ntiles < INT32_MAX && p.plane < INT32_MAX;
-  const int64_t nq = p.Q[1] < (p.BM - 1) / p.Q[2] + 2 ? p.Q[1] : (p.BM - 1) / p.Q[2] + 2;
-  const int64_t prow = (nq - 1) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1;
+  // The output rows a tile spans: tiles start at multiples of BM in a plane, so at columns that are
+  // multiples of gcd(BM, Q2), and BM positions from such a column reach at most (Q2 - gcd + BM - 1) /
+  // Q2 + 1 rows (brute-forced for BM 128 to 512 and Q2 to 1200: bench/NOTES.md, twentieth session).
+  const int64_t span = rows < 0 ? (p.BM - 1) / p.Q[2] + 2 : (p.Q[2] - tc_gcd(p.BM, p.Q[2]) + p.BM - 1) / p.Q[2] + 1;
+  const int64_t nq = p.Q[1] < span ? p.Q[1] : span;
+  const int64_t prow = (nq - 1) * p.istride[1] + (p.taps[1] - 1) * p.idil[1] + 1 + (rows > 0 ? rows : 0);
   const int64_t wp0 = (p.Q[2] - 1) * p.istride[2] + (p.wspan > 0 ? p.wspan : (p.taps[2] - 1) * p.idil[2] + 1);
   if (prow > lim || wp0 > lim) return 0;
   p.div_q2 = tc_div_make(p.Q[2]);
@@ -1446,6 +1453,33 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
     }
   }
   return best_score >= 0;
+}
+
+// Fills the plan fields of p (tc_plan_rows). The patch holds the rows of the bound (BM - 1) / Q2 + 2
+// unless the exact span's fewer rows make a better plan: fewer chunks, the staged-rows epilogue, or
+// more blocks an SM. (H200, bench/NOTES.md, twentieth and twenty-first sessions: that way L1-72
+// "tf32" 0.151 -> 0.129 ms (2 blocks an SM), k2 s2 128 -> 64 "tf32" 0.152 -> 0.140 and 64 -> 32
+// "fp32" 0.229 -> 0.202 (staged rows), L1-73 "fp32" 1.627 -> 1.579 (one chunk); with the plan the
+// same otherwise, the smaller patch was slower on three shapes, conv3d 32 -> 32 k3 on 64 x 64 planes
+// by 1.8 % ("fp32") and 2.5 % ("tf32"), k2 s2 32 -> 16 by 4 % ("tf32"), and faster by at most 1 %
+// on two.) VOLUA_TC_ROWS=n: n rows past the exact span (for measuring).
+static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env, int WM = 2, int teams = 1,
+                          int tbufs = 2) {
+  Params a = p;
+  if (const char *v = getenv("VOLUA_TC_ROWS"))
+    if (atoi(v) >= 0 && atoi(v) <= 8 && tc_plan_rows(a, WN, split, epi, env, WM, teams, tbufs, atoi(v))) {
+      p = a;
+      return 1;
+    }
+  const int ok = tc_plan_rows(p, WN, split, epi, env, WM, teams, tbufs, -1);
+  if (!tc_plan_rows(a, WN, split, epi, env, WM, teams, tbufs, 0)) return ok;
+  const int64_t regs_nb = TC_MIN_BLOCKS(epi, split, WM, WN);
+  auto nb = [&](const Params &q) {
+    const int64_t b = (env.smem_optin + 1024) / ((int64_t)q.smem + 1024);
+    return b < regs_nb ? b : regs_nb;
+  };
+  if (!ok || a.nchunks < p.nchunks || (a.pst && !p.pst) || nb(a) > nb(p)) p = a;
+  return 1;
 }
 
 #ifndef VOLUA_TC_EMULATE
@@ -1612,8 +1646,9 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
           (long long)p.taps[2], (long long)p.C_in, p.nchunks, p.ci_chunk, p.ksteps, (long long)p.ntiles, p.smem, nb,
           (long long)grid_x, (long long)grid_y, p.teams, p.order ? " in turns" : "",
           p.teams > 1 && p.tbufs == 1 ? ", one patch buffer each" : "", p.tma ? ", TMA patches" : "", p.wg ? ", wgmma" : "", p.pst ? ", staged rows" : "");
-  char more[96] = ""; // the parts of K, and the two sub-GEMMs' taps along W, before the line's end
-  if (p.ksplit > 1) snprintf(more, sizeof more, ", K in %d parts", p.ksplit);
+  char more[160] = ""; // the patch's rows and pitches, the parts of K, and the two sub-GEMMs' taps along W
+  snprintf(more, sizeof more, ", patch %d rows x %d (plane %d)", p.prow, p.pitch_w, p.pitch_d);
+  if (p.ksplit > 1) snprintf(more + strlen(more), sizeof more - strlen(more), ", K in %d parts", p.ksplit);
   if (p.nsub == 2)
     snprintf(more + strlen(more), sizeof more - strlen(more), ", 2 sub-GEMMs (W taps %lld, %lld)",
              (long long)p.sub_taps2[0], (long long)p.sub_taps2[1]);
@@ -1824,8 +1859,17 @@ static inline int tc_plan_store(Params &p, bool split, int epi, const Env &env) 
   // channels or more (H200, tf32, bench/NOTES.md, twentieth session: KernelBench L1-73 1.057 ->
   // 0.984 ms, k3 s2 p1 32 -> 32 on (2, 32, 15, 30, 45) 0.164 -> 0.137; with chunks of 4 channels,
   // k4 s2 p1 32 -> 16 on (2, 32, 32, 64, 64) went 0.312 -> 0.316, so those keep WM 2)
+  // An every-phase GEMM keeps WM 2 where only that has the staged-rows epilogue (p.pst): with the
+  // exact tile span (tc_plan), WM 4 without it was 19 % slower on k3 s2 p1 op1 16 -> 8 in "tf32"
+  // (bench/NOTES.md, twentieth session).
+  // And WM 2 where WM 4's (tile, channel block) units leave SMs idle and WM 2 has more: with the exact
+  // span (tc_plan), WM 4 fitted k4 s2 p1 64 -> 32 on (2, 64, 16, 32, 32) in 4 chunks, 64 tiles for
+  // 132 SMs, and took 0.211 ms against WM 2's 0.145 (twenty-first session).
   const bool more_chunks = epi == EPI_PHASES && b.nchunks > 1 && a.ci_chunk >= 8;
-  if (ok4 && (!ok2 || ((a.nchunks <= b.nchunks || more_chunks) && a.tiles_per_plane * a.BM * 8 <= b.tiles_per_plane * b.BM * 9))) {
+  const bool loses_pst = ok2 && b.pst && !a.pst;
+  const bool idles = ok2 && a.ntiles * a.co_blocks < env.sms && b.ntiles * b.co_blocks > a.ntiles * a.co_blocks;
+  if (ok4 && !loses_pst && !idles &&
+      (!ok2 || ((a.nchunks <= b.nchunks || more_chunks) && a.tiles_per_plane * a.BM * 8 <= b.tiles_per_plane * b.BM * 9))) {
     p = a;
     return tc_plan_teams(p, split, epi, env);
   }

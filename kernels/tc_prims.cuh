@@ -585,9 +585,12 @@ static inline int tc_memset_async(void *p, int v, size_t n, tc_stream) {
   return 0;
 }
 
-// Runs kernel(args...) on grid x block CPU threads, one block after another.
+// Runs kernel(args...) on grid x block CPU threads, one block after another; nothing where
+// tc_emu_plan_only (bench/tc_emulate.cpp's `plans`: the host's plan and its report line only).
+inline bool tc_emu_plan_only = false;
 template <class... P, class... A>
 static void tc_emu_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, size_t smem, A... args) {
+  if (tc_emu_plan_only) return;
   const unsigned nthreads = block.x;
   std::vector<unsigned char> mem(smem + 16);
   for (unsigned bz = 0; bz < grid.z; bz++)

@@ -330,6 +330,13 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         -- L1-73's planes of 4 x 128 phase rows: in math "tf32" every phase in one GEMM, 512 positions a
         -- block with C_in in 3 chunks of 11 (256 positions would take 2 chunks of 16)
         {n = 1, cin = 32, cout = 32, size = {2, 4, 128}, k = 3, stride = 2, padding = 1, bias = true},
+        -- plans on the exact tile span (tc_plan): k2 s2 64 -> 32 on 64 x 64 phase rows (math "fp32": 4
+        -- patch rows and the staged-rows epilogue), 128 -> 64 on 32 x 32 ("tf32": 16 rows, staged rows),
+        -- L1-72's 24 x 48 rows ("tf32": two blocks an SM)
+        {n = 1, cin = 64, cout = 32, size = {1, 64, 64}, k = 2, stride = 2, bias = true},
+        {n = 1, cin = 128, cout = 64, size = {1, 32, 32}, k = 2, stride = 2},
+        {n = 1, cin = 32, cout = 32, groups = 4, size = {1, 24, 48}, k = {3, 5, 7}, stride = 2, padding = {1, 2, 3},
+         output_padding = 1, bias = true},
       }
       run_cases(mode, cases, 1000, "t")
     end)
