@@ -365,6 +365,12 @@ static void plans_by_entry(void) {
   const int sms = tc_emu_env.sms;
   tc_emu_env.sms = 132; // an H100's or H200's SMs, as the plans see them there
   setenv("VOLUA_TC_VERBOSE", "1", 1);
+  auto plan = [](const char *name, volua_math_mode m, auto &&call) { // the shape's name, then its plan lines
+    char err[VOLUA_ERR_MAX] = "";
+    fprintf(stderr, "%s %s:\n", name, m == VOLUA_MATH_FP32 ? "fp32" : "tf32");
+    const int rc = call(err);
+    if (rc) fprintf(stderr, "  rc %d %s\n", rc, err);
+  };
   const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};
   for (volua_math_mode m : modes) {
     for (const T &c : tr) {
@@ -376,10 +382,7 @@ static void plans_by_entry(void) {
         g.output_padding[d] = c.op, g.dilation[d] = 1;
         g.out[d] = (g.in[d] - 1) * g.stride[d] - 2 * g.padding[d] + (g.kernel[d] - 1) + g.output_padding[d] + 1;
       }
-      char err[VOLUA_ERR_MAX] = "";
-      fprintf(stderr, "%s %s:\n", c.name, m == VOLUA_MATH_FP32 ? "fp32" : "tf32");
-      const int rc = volua_cuda_conv_transpose3d_tc(&g, buf, buf, NULL, buf, m, NULL, err);
-      if (rc) fprintf(stderr, "  rc %d %s\n", rc, err);
+      plan(c.name, m, [&](char *err) { return volua_cuda_conv_transpose3d_tc(&g, buf, buf, NULL, buf, m, NULL, err); });
     }
     struct C { const char *name; int64_t x[5], w[5], pd; };
     const C cv[] = {{"L1-60", {16, 3, 64, 64, 64}, {64, 3, 3, 5, 7}, 0}, {"L1-66", {8, 3, 16, 128, 128}, {64, 3, 3, 5, 7}, 0},
@@ -392,10 +395,7 @@ static void plans_by_entry(void) {
         g.in[d] = c.x[2 + d], g.kernel[d] = c.w[2 + d], g.stride[d] = 1, g.pad_lo[d] = g.pad_hi[d] = c.pd, g.dilation[d] = 1;
         g.out[d] = out_size(g.in[d], g.kernel[d], 1, c.pd, 1);
       }
-      char err[VOLUA_ERR_MAX] = "";
-      fprintf(stderr, "%s %s:\n", c.name, m == VOLUA_MATH_FP32 ? "fp32" : "tf32");
-      const int rc = volua_cuda_conv3d_tc(&g, buf, buf, NULL, buf, m, NULL, err);
-      if (rc) fprintf(stderr, "  rc %d %s\n", rc, err);
+      plan(c.name, m, [&](char *err) { return volua_cuda_conv3d_tc(&g, buf, buf, NULL, buf, m, NULL, err); });
     }
   }
   tc_emu_plan_only = false;
