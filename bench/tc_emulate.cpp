@@ -339,8 +339,8 @@ static void plans(void) {
 // `tc_emulate plans` also lists, through the ops' own entry points with launches skipped
 // (tc_emu_plan_only) and VOLUA_TC_VERBOSE's report line, the plans of the shapes the twentieth
 // and twenty-first sessions timed (.devrun's tph.lua and conv2.lua in bench/NOTES.md, and three
-// of the upsampling set): the transposed convolutions of the tc path and four convolutions, both
-// maths, for 132 SMs.
+// of the upsampling set and of the sweep): the transposed convolutions of the tc path and seven
+// convolutions, both maths, for 132 SMs.
 static void plans_by_entry(void) {
   using namespace volua_tc;
   struct T { const char *name; int64_t x[5], w[5], s, pd, op, groups; int64_t pad3[3]; };
@@ -384,16 +384,20 @@ static void plans_by_entry(void) {
       }
       plan(c.name, m, [&](char *err) { return volua_cuda_conv_transpose3d_tc(&g, buf, buf, NULL, buf, m, NULL, err); });
     }
-    struct C { const char *name; int64_t x[5], w[5], pd; };
-    const C cv[] = {{"L1-60", {16, 3, 64, 64, 64}, {64, 3, 3, 5, 7}, 0}, {"L1-66", {8, 3, 16, 128, 128}, {64, 3, 3, 5, 7}, 0},
-                    {"L1-54", {16, 3, 64, 64, 64}, {64, 3, 3, 3, 3}, 0}, {"c32", {4, 32, 32, 64, 64}, {32, 32, 3, 3, 3}, 1}};
+    struct C { const char *name; int64_t x[5], w[5], pd, dl, groups; };
+    const C cv[] = {{"L1-60", {16, 3, 64, 64, 64}, {64, 3, 3, 5, 7}, 0, 1, 1}, {"L1-66", {8, 3, 16, 128, 128}, {64, 3, 3, 5, 7}, 0, 1, 1},
+                    {"L1-54", {16, 3, 64, 64, 64}, {64, 3, 3, 3, 3}, 0, 1, 1}, {"c32", {4, 32, 32, 64, 64}, {32, 32, 3, 3, 3}, 1, 1, 1},
+                    // three of the sweep (bench/small.py), whose WM choice the exact span moved (twenty-first session)
+                    {"sweep g4", {2, 128, 16, 32, 32}, {128, 32, 3, 3, 3}, 1, 1, 4},
+                    {"sweep d2", {1, 32, 64, 128, 128}, {32, 32, 3, 3, 3}, 2, 2, 1},
+                    {"sweep c32 128^3", {1, 32, 128, 128, 128}, {32, 32, 3, 3, 3}, 1, 1, 1}};
     for (const C &c : cv) {
       volua_conv3d_geom g;
       memset(&g, 0, sizeof g);
-      g.N = c.x[0], g.C_in = c.x[1], g.C_out = c.w[0], g.groups = 1, g.padding_mode = VOLUA_PAD_ZEROS;
+      g.N = c.x[0], g.C_in = c.x[1], g.C_out = c.w[0], g.groups = c.groups, g.padding_mode = VOLUA_PAD_ZEROS;
       for (int d = 0; d < 3; d++) {
-        g.in[d] = c.x[2 + d], g.kernel[d] = c.w[2 + d], g.stride[d] = 1, g.pad_lo[d] = g.pad_hi[d] = c.pd, g.dilation[d] = 1;
-        g.out[d] = out_size(g.in[d], g.kernel[d], 1, c.pd, 1);
+        g.in[d] = c.x[2 + d], g.kernel[d] = c.w[2 + d], g.stride[d] = 1, g.pad_lo[d] = g.pad_hi[d] = c.pd, g.dilation[d] = c.dl;
+        g.out[d] = out_size(g.in[d], g.kernel[d], 1, c.pd, c.dl);
       }
       plan(c.name, m, [&](char *err) { return volua_cuda_conv3d_tc(&g, buf, buf, NULL, buf, m, NULL, err); });
     }

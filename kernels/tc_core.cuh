@@ -124,6 +124,7 @@ struct Params {
                            // mma, and patch buffers per team (1 or 2; a single team has 2)
   int wg;                  // the k-loop on wgmma (tc_compute_wg), the weights in its layout (tc_prep_index)
   int pst, pst_off;        // EPI_PHASES with two W phases: whole output rows through a warp's stage at byte pst_off
+  int bound_chunks;        // tc_plan: the chunks of the plan with the bound's patch (0: none fits; tc_plan_store)
   size_t smem;
   // Sub-GEMMs (a transposed convolution's two W phases of stride 2, conv_transpose3d_tc.cu): nsub
   // GEMMs share the grid of positions (Q[2] the larger phase's column count) and the staged patch
@@ -1465,6 +1466,7 @@ static inline int tc_plan_rows(Params &p, int WN, bool split, int epi, const Env
 // on two.) VOLUA_TC_ROWS=n: n rows past the exact span (for measuring).
 static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env, int WM = 2, int teams = 1,
                           int tbufs = 2) {
+  p.bound_chunks = 0;
   Params a = p;
   if (const char *v = getenv("VOLUA_TC_ROWS"))
     if (atoi(v) >= 0 && atoi(v) <= 8 && tc_plan_rows(a, WN, split, epi, env, WM, teams, tbufs, atoi(v))) {
@@ -1472,6 +1474,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
       return 1;
     }
   const int ok = tc_plan_rows(p, WN, split, epi, env, WM, teams, tbufs, -1);
+  p.bound_chunks = a.bound_chunks = ok ? p.nchunks : 0;
   if (!tc_plan_rows(a, WN, split, epi, env, WM, teams, tbufs, 0)) return ok;
   const int64_t regs_nb = TC_MIN_BLOCKS(epi, split, WM, WN);
   auto nb = [&](const Params &q) {
@@ -1862,14 +1865,18 @@ static inline int tc_plan_store(Params &p, bool split, int epi, const Env &env) 
   // An every-phase GEMM keeps WM 2 where only that has the staged-rows epilogue (p.pst): with the
   // exact tile span (tc_plan), WM 4 without it was 19 % slower on k3 s2 p1 op1 16 -> 8 in "tf32"
   // (bench/NOTES.md, twentieth session).
-  // And WM 2 where WM 4's (tile, channel block) units leave SMs idle and WM 2 has more: with the exact
-  // span (tc_plan), WM 4 fitted k4 s2 p1 64 -> 32 on (2, 64, 16, 32, 32) in 4 chunks, 64 tiles for
-  // 132 SMs, and took 0.211 ms against WM 2's 0.145 (twenty-first session).
-  const bool more_chunks = epi == EPI_PHASES && b.nchunks > 1 && a.ci_chunk >= 8;
+  // And WM 2 where WM 4's (tile, group, channel block) units leave SMs idle and WM 2 has more: with
+  // the exact span, WM 4 fitted k4 s2 p1 64 -> 32 on (2, 64, 16, 32, 32) in 4 chunks, 64 tiles for
+  // 132 SMs, and took 0.211 ms against WM 2's 0.145 (twenty-first session). WM 2's chunks are counted
+  // with the bound's patch, as when the rule was measured: where only the exact span cut them
+  // (conv3d 32 -> 32 k3 d2 on (1, 32, 64, 128, 128): 8 -> 4), WM 2 was 11 % slower than WM 4's 8.
+  const bool more_chunks = epi == EPI_PHASES && b.bound_chunks > 1 && a.ci_chunk >= 8;
   const bool loses_pst = ok2 && b.pst && !a.pst;
-  const bool idles = ok2 && a.ntiles * a.co_blocks < env.sms && b.ntiles * b.co_blocks > a.ntiles * a.co_blocks;
+  const int64_t units4 = a.ntiles * a.co_blocks * a.groups, units2 = b.ntiles * b.co_blocks * b.groups;
+  const bool idles = ok2 && units4 < env.sms && units2 > units4;
+  const int chunks2 = b.bound_chunks > 0 ? b.bound_chunks : b.nchunks;
   if (ok4 && !loses_pst && !idles &&
-      (!ok2 || ((a.nchunks <= b.nchunks || more_chunks) && a.tiles_per_plane * a.BM * 8 <= b.tiles_per_plane * b.BM * 9))) {
+      (!ok2 || ((a.nchunks <= chunks2 || more_chunks) && a.tiles_per_plane * a.BM * 8 <= b.tiles_per_plane * b.BM * 9))) {
     p = a;
     return tc_plan_teams(p, split, epi, env);
   }
