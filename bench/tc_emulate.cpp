@@ -140,6 +140,34 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
   return span < 0 ? 0 : span / s + 1;
 }
 
+// The ops' geometries from their sizes and per-dimension triples (fields not set stay zero), for
+// the cases and the plan listing.
+static volua_conv3d_geom conv3d_geom(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const int64_t in[3],
+                                     const int64_t k[3], const int64_t s[3], const int64_t pd[3], const int64_t dl[3]) {
+  volua_conv3d_geom g;
+  memset(&g, 0, sizeof g);
+  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = groups, g.padding_mode = VOLUA_PAD_ZEROS;
+  for (int d = 0; d < 3; d++) {
+    g.in[d] = in[d], g.kernel[d] = k[d], g.stride[d] = s[d], g.pad_lo[d] = g.pad_hi[d] = pd[d], g.dilation[d] = dl[d];
+    g.out[d] = out_size(in[d], k[d], s[d], pd[d], dl[d]);
+  }
+  return g;
+}
+
+static volua_conv_transpose3d_geom transpose_geom(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const int64_t in[3],
+                                                  const int64_t k[3], const int64_t s[3], const int64_t pd[3],
+                                                  const int64_t op[3], const int64_t dl[3]) {
+  volua_conv_transpose3d_geom g;
+  memset(&g, 0, sizeof g);
+  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = groups;
+  for (int d = 0; d < 3; d++) {
+    g.in[d] = in[d], g.kernel[d] = k[d], g.stride[d] = s[d], g.padding[d] = pd[d], g.output_padding[d] = op[d];
+    g.dilation[d] = dl[d];
+    g.out[d] = (in[d] - 1) * s[d] - 2 * pd[d] + dl[d] * (k[d] - 1) + op[d] + 1;
+  }
+  return g;
+}
+
 // VOLUA_EMU_CL_ONLY=1: only the cases of the channels-last path (those run with VOLUA_TC_CL=1, in
 // both maths), for a quick check of conv3d_cl.cu
 static bool skip_case(volua_math_mode) {
@@ -150,13 +178,7 @@ static bool skip_case(volua_math_mode) {
 static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
                        const int64_t pd[3], const int64_t dl[3], bool bias, volua_math_mode math, int64_t groups = 1) {
   if (skip_case(math)) return;
-  volua_conv3d_geom g;
-  memset(&g, 0, sizeof g);
-  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = groups, g.padding_mode = VOLUA_PAD_ZEROS;
-  for (int d = 0; d < 3; d++) {
-    g.in[d] = in[d], g.kernel[d] = k[d], g.stride[d] = s[d], g.pad_lo[d] = g.pad_hi[d] = pd[d], g.dilation[d] = dl[d];
-    g.out[d] = out_size(in[d], k[d], s[d], pd[d], dl[d]);
-  }
+  const volua_conv3d_geom g = conv3d_geom(N, Ci, Co, groups, in, k, s, pd, dl);
   char what[256];
   snprintf(what, sizeof what, "conv3d %s x(%lld,%lld,%lld,%lld,%lld) co %lld g %lld k(%lld,%lld,%lld) s(%lld,%lld,%lld) p(%lld,%lld,%lld) d(%lld,%lld,%lld)%s",
            math == VOLUA_MATH_FP32 ? "fp32" : "tf32", (long long)N, (long long)Ci, (long long)in[0], (long long)in[1],
@@ -186,14 +208,7 @@ static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3]
                           const int64_t pd[3], const int64_t op[3], const int64_t dl[3], bool bias, volua_math_mode math,
                           int64_t groups = 1) {
   if (skip_case(math)) return;
-  volua_conv_transpose3d_geom g;
-  memset(&g, 0, sizeof g);
-  g.N = N, g.C_in = Ci, g.C_out = Co, g.groups = groups;
-  for (int d = 0; d < 3; d++) {
-    g.in[d] = in[d], g.kernel[d] = k[d], g.stride[d] = s[d], g.padding[d] = pd[d], g.output_padding[d] = op[d];
-    g.dilation[d] = dl[d];
-    g.out[d] = (in[d] - 1) * s[d] - 2 * pd[d] + dl[d] * (k[d] - 1) + op[d] + 1;
-  }
+  const volua_conv_transpose3d_geom g = transpose_geom(N, Ci, Co, groups, in, k, s, pd, op, dl);
   char what[256];
   snprintf(what, sizeof what, "conv_transpose3d %s x(%lld,%lld,%lld,%lld,%lld) co %lld g %lld k(%lld,%lld,%lld) s(%lld,%lld,%lld) p(%lld,%lld,%lld) op(%lld,%lld,%lld) d(%lld,%lld,%lld)%s",
            math == VOLUA_MATH_FP32 ? "fp32" : "tf32", (long long)N, (long long)Ci, (long long)in[0], (long long)in[1],
@@ -343,23 +358,24 @@ static void plans(void) {
 // convolutions, both maths, for 132 SMs.
 static void plans_by_entry(void) {
   using namespace volua_tc;
-  struct T { const char *name; int64_t x[5], w[5], s, pd, op, groups; int64_t pad3[3]; };
+  struct T { const char *name; int64_t x[5], w[5], s, pd[3], op, groups; };
   const T tr[] = {
-      {"L1-73", {4, 32, 32, 64, 128}, {32, 32, 3, 3, 3}, 2, 1, 0, 1, {0, 0, 0}},
-      {"k3s2op1 32-16", {8, 32, 16, 32, 32}, {32, 16, 3, 3, 3}, 2, 1, 1, 1, {0, 0, 0}},
-      {"k2s2 32-16", {8, 32, 16, 32, 32}, {32, 16, 2, 2, 2}, 2, 0, 0, 1, {0, 0, 0}},
-      {"k4s2p1 32-16", {2, 32, 32, 64, 64}, {32, 16, 4, 4, 4}, 2, 1, 0, 1, {0, 0, 0}},
-      {"k2s2 64-32", {1, 64, 64, 64, 64}, {64, 32, 2, 2, 2}, 2, 0, 0, 1, {0, 0, 0}},
-      {"k2s2 128-64", {2, 128, 32, 32, 32}, {128, 64, 2, 2, 2}, 2, 0, 0, 1, {0, 0, 0}},
-      {"g4 k3s2", {4, 32, 32, 64, 128}, {32, 8, 3, 3, 3}, 2, 1, 0, 4, {0, 0, 0}},
-      {"L1-72", {8, 32, 12, 24, 48}, {32, 8, 3, 5, 7}, 2, -1, 1, 4, {1, 2, 3}},
-      {"k3s2op1 16-8", {2, 16, 32, 64, 64}, {16, 8, 3, 3, 3}, 2, 1, 1, 1, {0, 0, 0}},
-      {"k3s2p1 32-32 odd", {2, 32, 15, 30, 45}, {32, 32, 3, 3, 3}, 2, 1, 0, 1, {0, 0, 0}},
-      {"k4s2p1 48-24", {2, 48, 16, 32, 32}, {48, 24, 4, 4, 4}, 2, 1, 0, 1, {0, 0, 0}},
-      {"up k4s2p1 64-32", {2, 64, 16, 32, 32}, {64, 32, 4, 4, 4}, 2, 1, 0, 1, {0, 0, 0}},
-      {"up k3s2op1 64-32", {2, 64, 16, 32, 32}, {64, 32, 3, 3, 3}, 2, 1, 1, 1, {0, 0, 0}},
-      {"up k2s2 64-32", {2, 64, 16, 32, 32}, {64, 32, 2, 2, 2}, 2, 0, 0, 1, {0, 0, 0}},
+      {"L1-73", {4, 32, 32, 64, 128}, {32, 32, 3, 3, 3}, 2, {1, 1, 1}, 0, 1},
+      {"k3s2op1 32-16", {8, 32, 16, 32, 32}, {32, 16, 3, 3, 3}, 2, {1, 1, 1}, 1, 1},
+      {"k2s2 32-16", {8, 32, 16, 32, 32}, {32, 16, 2, 2, 2}, 2, {0, 0, 0}, 0, 1},
+      {"k4s2p1 32-16", {2, 32, 32, 64, 64}, {32, 16, 4, 4, 4}, 2, {1, 1, 1}, 0, 1},
+      {"k2s2 64-32", {1, 64, 64, 64, 64}, {64, 32, 2, 2, 2}, 2, {0, 0, 0}, 0, 1},
+      {"k2s2 128-64", {2, 128, 32, 32, 32}, {128, 64, 2, 2, 2}, 2, {0, 0, 0}, 0, 1},
+      {"g4 k3s2", {4, 32, 32, 64, 128}, {32, 8, 3, 3, 3}, 2, {1, 1, 1}, 0, 4},
+      {"L1-72", {8, 32, 12, 24, 48}, {32, 8, 3, 5, 7}, 2, {1, 2, 3}, 1, 4},
+      {"k3s2op1 16-8", {2, 16, 32, 64, 64}, {16, 8, 3, 3, 3}, 2, {1, 1, 1}, 1, 1},
+      {"k3s2p1 32-32 odd", {2, 32, 15, 30, 45}, {32, 32, 3, 3, 3}, 2, {1, 1, 1}, 0, 1},
+      {"k4s2p1 48-24", {2, 48, 16, 32, 32}, {48, 24, 4, 4, 4}, 2, {1, 1, 1}, 0, 1},
+      {"up k4s2p1 64-32", {2, 64, 16, 32, 32}, {64, 32, 4, 4, 4}, 2, {1, 1, 1}, 0, 1},
+      {"up k3s2op1 64-32", {2, 64, 16, 32, 32}, {64, 32, 3, 3, 3}, 2, {1, 1, 1}, 1, 1},
+      {"up k2s2 64-32", {2, 64, 16, 32, 32}, {64, 32, 2, 2, 2}, 2, {0, 0, 0}, 0, 1},
   };
+  const int64_t ones[3] = {1, 1, 1};
   alignas(128) static float buf[64]; // never read: no launch runs
   tc_emu_plan_only = true;
   const int sms = tc_emu_env.sms;
@@ -374,14 +390,9 @@ static void plans_by_entry(void) {
   const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};
   for (volua_math_mode m : modes) {
     for (const T &c : tr) {
-      volua_conv_transpose3d_geom g;
-      memset(&g, 0, sizeof g);
-      g.N = c.x[0], g.C_in = c.x[1], g.C_out = c.w[1] * c.groups, g.groups = c.groups;
-      for (int d = 0; d < 3; d++) {
-        g.in[d] = c.x[2 + d], g.kernel[d] = c.w[2 + d], g.stride[d] = c.s, g.padding[d] = c.pd >= 0 ? c.pd : c.pad3[d];
-        g.output_padding[d] = c.op, g.dilation[d] = 1;
-        g.out[d] = (g.in[d] - 1) * g.stride[d] - 2 * g.padding[d] + (g.kernel[d] - 1) + g.output_padding[d] + 1;
-      }
+      const int64_t s[3] = {c.s, c.s, c.s}, op[3] = {c.op, c.op, c.op};
+      const volua_conv_transpose3d_geom g = transpose_geom(c.x[0], c.x[1], c.w[1] * c.groups, c.groups, c.x + 2, c.w + 2, s,
+                                                           c.pd, op, ones);
       plan(c.name, m, [&](char *err) { return volua_cuda_conv_transpose3d_tc(&g, buf, buf, NULL, buf, m, NULL, err); });
     }
     struct C { const char *name; int64_t x[5], w[5], pd, dl, groups; };
@@ -392,13 +403,8 @@ static void plans_by_entry(void) {
                     {"sweep d2", {1, 32, 64, 128, 128}, {32, 32, 3, 3, 3}, 2, 2, 1},
                     {"sweep c32 128^3", {1, 32, 128, 128, 128}, {32, 32, 3, 3, 3}, 1, 1, 1}};
     for (const C &c : cv) {
-      volua_conv3d_geom g;
-      memset(&g, 0, sizeof g);
-      g.N = c.x[0], g.C_in = c.x[1], g.C_out = c.w[0], g.groups = c.groups, g.padding_mode = VOLUA_PAD_ZEROS;
-      for (int d = 0; d < 3; d++) {
-        g.in[d] = c.x[2 + d], g.kernel[d] = c.w[2 + d], g.stride[d] = 1, g.pad_lo[d] = g.pad_hi[d] = c.pd, g.dilation[d] = c.dl;
-        g.out[d] = out_size(g.in[d], g.kernel[d], 1, c.pd, c.dl);
-      }
+      const int64_t pd[3] = {c.pd, c.pd, c.pd}, dl[3] = {c.dl, c.dl, c.dl};
+      const volua_conv3d_geom g = conv3d_geom(c.x[0], c.x[1], c.w[0], c.groups, c.x + 2, c.w + 2, ones, pd, dl);
       plan(c.name, m, [&](char *err) { return volua_cuda_conv3d_tc(&g, buf, buf, NULL, buf, m, NULL, err); });
     }
   }
