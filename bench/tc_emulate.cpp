@@ -239,12 +239,8 @@ static void run_gn_mean(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const
   if (skip_case(math)) return;
   volua_conv3d_gn_mean_geom g;
   memset(&g, 0, sizeof g);
-  volua_conv3d_geom &c = g.conv;
-  c.N = N, c.C_in = Ci, c.C_out = Co, c.groups = 1, c.padding_mode = VOLUA_PAD_ZEROS;
-  for (int d = 0; d < 3; d++) {
-    c.in[d] = in[d], c.kernel[d] = k[d], c.stride[d] = s[d], c.pad_lo[d] = c.pad_hi[d] = pd[d], c.dilation[d] = dl[d];
-    c.out[d] = out_size(in[d], k[d], s[d], pd[d], dl[d]);
-  }
+  g.conv = conv3d_geom(N, Ci, Co, 1, in, k, s, pd, dl);
+  const volua_conv3d_geom &c = g.conv;
   g.groups = groups;
   g.eps = 1e-5;
   char what[256];

@@ -1295,6 +1295,13 @@ struct Env {
 };
 
 static inline int64_t tc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Blocks of one plan an SM holds: as many as its registers allow (TC_MIN_BLOCKS, the kernels' launch
+// bounds), fewer where smem bytes a block do not fit in cap bytes (an SM's shared memory is cap +
+// 1 KB, and each block takes 1 KB more than it asks for).
+static inline int64_t tc_blocks_an_sm(int epi, bool split, int WM, int WN, int64_t smem, int64_t cap) {
+  const int64_t regs = TC_MIN_BLOCKS(epi, split, WM, WN), fit = (cap + 1024) / (smem + 1024);
+  return fit < regs ? fit : regs;
+}
 static inline int64_t tc_gcd(int64_t a, int64_t b) { return b ? tc_gcd(b, a % b) : a; }
 
 // Fills the plan fields of p for BN = 8*WN channels per block, or returns 0 when the geometry does
@@ -1444,10 +1451,9 @@ static inline int tc_plan_rows(Params &p, int WN, bool split, int epi, const Env
   {
     const char *v = getenv("VOLUA_TC_PST");
     const int64_t off = ((int64_t)p.smem + 15) / 16 * 16, with = off + (int64_t)TC_WARPS * 4 * TC_PST_PITCH(WM) * 4;
-    const int64_t regs_nb = TC_MIN_BLOCKS(epi, split, WM, WN); // blocks an SM's registers hold
-    auto nb = [&](int64_t bytes) { const int64_t b = (smem_cap + 1024) / (bytes + 1024); return b < regs_nb ? b : regs_nb; };
     p.pst = best_score >= 0 && epi == EPI_PHASES && p.phs2 == 2 && p.off32 && !(v && strcmp(v, "0") == 0) &&
-            with <= smem_cap && nb(with) == nb((int64_t)p.smem);
+            with <= smem_cap &&
+            tc_blocks_an_sm(epi, split, WM, WN, with, smem_cap) == tc_blocks_an_sm(epi, split, WM, WN, (int64_t)p.smem, smem_cap);
     if (p.pst) {
       p.pst_off = (int)off;
       p.smem = (size_t)with;
@@ -1476,11 +1482,7 @@ static inline int tc_plan(Params &p, int WN, bool split, int epi, const Env &env
   const int ok = tc_plan_rows(p, WN, split, epi, env, WM, teams, tbufs, -1);
   p.bound_chunks = a.bound_chunks = ok ? p.nchunks : 0;
   if (!tc_plan_rows(a, WN, split, epi, env, WM, teams, tbufs, 0)) return ok;
-  const int64_t regs_nb = TC_MIN_BLOCKS(epi, split, WM, WN);
-  auto nb = [&](const Params &q) {
-    const int64_t b = (env.smem_optin + 1024) / ((int64_t)q.smem + 1024);
-    return b < regs_nb ? b : regs_nb;
-  };
+  auto nb = [&](const Params &q) { return tc_blocks_an_sm(epi, split, WM, WN, (int64_t)q.smem, env.smem_optin); };
   if (!ok || a.nchunks < p.nchunks || (a.pst && !p.pst) || nb(a) > nb(p)) p = a;
   return 1;
 }
@@ -1919,9 +1921,7 @@ static inline void tc_plan_ksplit(Params &p, bool split, const Env &env) {
   if (v && atoi(v) > 0) {
     parts = atoi(v);
   } else {
-    const int64_t regs_nb = TC_MIN_BLOCKS(EPI_STORE, split, p.WM, p.BN / 8); // blocks an SM holds
-    const int64_t smem_nb = ((int64_t)env.smem_optin + 1024) / ((int64_t)p.smem + 1024);
-    const int64_t slots = (regs_nb < smem_nb ? regs_nb : smem_nb) * env.sms;
+    const int64_t slots = tc_blocks_an_sm(EPI_STORE, split, p.WM, p.BN / 8, (int64_t)p.smem, env.smem_optin) * env.sms;
     parts = slots / (p.ntiles * p.co_blocks);
   }
   if (parts > p.nchunks) parts = p.nchunks;
