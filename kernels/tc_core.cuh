@@ -475,6 +475,46 @@ TC_DEVICE void tc_each_value(const float (&acc)[WM][WN][4], const float (&corr)[
     }
 }
 
+// EPI_STATS: a tile's values (tc_each_value's walk) added to a thread's per-channel double sums of
+// v and v * v, without the bias: nvals counts the values each channel got, and tc_conv_kernel adds
+// the bias's terms once a block. In "tf32" a channel's 2 WM values of the tile are summed in float
+// first, then converted and added once: a conversion (F2F) and a DADD or DFMA a value had been 17 %
+// of L2-23's samples, and each value is already off by about 1e-3 of itself, far above the float
+// sums' 2 WM ulps. In "fp32" that measured no faster, so it keeps a double add a value. (H200,
+// twenty-second session, L2-23: "tf32" 0.1335 -> 0.1222 ms by the float sums, -> 0.1178 with the
+// bias once a block; "fp32" 0.2305 -> 0.2200 by the bias.)
+template <int WM, int WN, bool SPLIT, bool CHECK>
+TC_DEVICE void tc_stats_add(const float (&acc)[WM][WN][4], const float (&corr)[WM][WN][4], int64_t co0, int64_t C_out,
+                            const bool (&live)[WM][2], double (&dsum)[WN][2], double (&dsq)[WN][2], int64_t &nvals) {
+#pragma unroll
+  for (int i = 0; i < WM; i++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) nvals += !CHECK || live[i][h];
+  if (!SPLIT) {
+    float fs[WN][2], fq[WN][2];
+#pragma unroll
+    for (int j = 0; j < WN; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) fs[j][e] = fq[j][e] = 0.0f;
+    tc_each_value<WM, WN, SPLIT, CHECK>(acc, corr, co0, C_out, nullptr, live, [&](int j, int e, int, int, float v) {
+      fs[j][e] += v;
+      fq[j][e] += v * v;
+    });
+#pragma unroll
+    for (int j = 0; j < WN; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        dsum[j][e] += (double)fs[j][e];
+        dsq[j][e] += (double)fq[j][e];
+      }
+  } else {
+    tc_each_value<WM, WN, SPLIT, CHECK>(acc, corr, co0, C_out, nullptr, live, [&](int j, int e, int, int, float v) {
+      dsum[j][e] += (double)v;
+      dsq[j][e] += (double)v * (double)v;
+    });
+  }
+}
+
 // EPI_PHASES with two W phases (Params::pst): a thread's columns 2t and 2t + 1 are the W phases of one
 // (channel, D phase, H phase) triple, so its value pairs are neighbouring outputs of one row; but
 // stored as they are, each STG of a warp writes 4 rows x 8 values two floats apart: every 32-byte
@@ -786,6 +826,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
   double dsum[WN][2], dsq[WN][2];
 #pragma unroll
   for (int j = 0; j < WN; j++) dsum[j][0] = dsum[j][1] = dsq[j][0] = dsq[j][1] = 0.0;
+  int64_t nvals = 0; // EPI_STATS: the values each of the thread's channels has had (tc_stats_add)
 
   Item cur = {C_LO, 0, T0}; // item it's
   for (int64_t it = 0; it < nloop; it++, cur = next_item(cur)) {
@@ -1080,14 +1121,12 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
           }
         }
       }
-    } else if (EPI == EPI_STATS && c == C_HI - 1 && nlast == BM - 1) {
-      // -- statistics of a tile wholly inside its plane: no position checks (with them, each
+    } else if (EPI == EPI_STATS && c == C_HI - 1) {
+      // -- statistics; a tile wholly inside its plane without position checks (with them, each
       // value took a compare and four selects of the double sums beside its FADD, F2F, DADD and
       // DFMA; the epilogue was 27 % of L2-23's tf32 samples). The same sums in the same order ----
-      tc_each_value<WM, WN, SPLIT, false>(acc, corr, (int64_t)cb * BN + 2 * t, p.C_out, p.bias, live, [&](int j, int e, int, int, float v) {
-        dsum[j][e] += (double)v;
-        dsq[j][e] += (double)v * (double)v;
-      });
+      if (nlast == BM - 1) tc_stats_add<WM, WN, SPLIT, false>(acc, corr, (int64_t)cb * BN + 2 * t, p.C_out, live, dsum, dsq, nvals);
+      else tc_stats_add<WM, WN, SPLIT, true>(acc, corr, (int64_t)cb * BN + 2 * t, p.C_out, live, dsum, dsq, nvals);
     } else if (c == C_HI - 1) { // -- epilogue: per channel (bias and base once), then the thread's rows ----
       const int64_t ovol = p.out[0] * p.out[1] * p.out[2], od = qd * p.ostep[0] + p.oofs[0];
       int64_t rowoff[WM][2];
@@ -1098,21 +1137,16 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
           rowoff[i][h] = (od * p.out[1] + (qh0 + dq[i][h]) * p.ostep[1] + p.oofs[1]) * p.out[2];
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
-      float *ybase = EPI == EPI_STATS ? p.y : p.y + (ng * p.C_out + co0) * ovol;
+      float *ybase = p.y + (ng * p.C_out + co0) * ovol;
       tc_each_value<WM, WN, SPLIT, true>(acc, corr, co0, p.C_out, bias, live, [&](int j, int e, int i, int h, float v) {
-        if (EPI == EPI_STATS) {
-          dsum[j][e] += (double)v;
-          dsq[j][e] += (double)v * (double)v;
+        const int64_t ow = (int64_t)qw[i][h] * p.ostep[2] + oofs2;
+        float *yr = ybase + (int64_t)(j * 8 + e) * ovol + rowoff[i][h];
+        if (EPI == EPI_WBOX) { // the dead columns around the live one: bias or 0
+          const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
+          const int64_t lo = qw[i][h] == 0 ? 0 : ow, hi = qw[i][h] == Q2 - 1 ? p.out[2] : ow + p.ostep[2];
+          for (int64_t o = lo; o < hi; o++) yr[o] = o == ow ? v : bv;
         } else {
-          const int64_t ow = (int64_t)qw[i][h] * p.ostep[2] + oofs2;
-          float *yr = ybase + (int64_t)(j * 8 + e) * ovol + rowoff[i][h];
-          if (EPI == EPI_WBOX) { // the dead columns around the live one: bias or 0
-            const float bv = bias ? __ldg(bias + co0 + j * 8 + e) : 0.0f;
-            const int64_t lo = qw[i][h] == 0 ? 0 : ow, hi = qw[i][h] == Q2 - 1 ? p.out[2] : ow + p.ostep[2];
-            for (int64_t o = lo; o < hi; o++) yr[o] = o == ow ? v : bv;
-          } else {
-            yr[ow] = v;
-          }
+          yr[ow] = v;
         }
       });
     }
@@ -1120,6 +1154,17 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
   }
 
   if (EPI == EPI_STATS) { // -- per-channel sums of this block, in a fixed order ----
+    if (p.bias) { // the bias b of n values with sum S: n b to the sum, (2 S + n b) b to the squares
+#pragma unroll
+      for (int j = 0; j < WN; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++)
+          if (j * 8 + 2 * t + e < p.C_out) {
+            const double b = (double)__ldg(p.bias + j * 8 + 2 * t + e), n = (double)nvals;
+            dsq[j][e] += (2.0 * dsum[j][e] + n * b) * b;
+            dsum[j][e] += n * b;
+          }
+    }
 #pragma unroll
     for (int j = 0; j < WN; j++)
 #pragma unroll
