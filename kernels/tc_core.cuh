@@ -480,7 +480,7 @@ TC_DEVICE void tc_each_value(const float (&acc)[WM][WN][4], const float (&corr)[
 // the bias's terms once a block. In "tf32" a channel's 2 WM values of the tile are summed in float
 // first, then converted and added once: a conversion (F2F) and a DADD or DFMA a value had been 17 %
 // of L2-23's samples, and each value is already off by about 1e-3 of itself, far above the float
-// sums' 2 WM ulps. In "fp32" that measured no faster, so it keeps a double add a value. (H200,
+// sums' 2 WM - 1 roundings. In "fp32" that measured no faster, so it keeps a double add a value. (H200,
 // twenty-second session, L2-23: "tf32" 0.1335 -> 0.1222 ms by the float sums, -> 0.1178 with the
 // bias once a block; "fp32" 0.2305 -> 0.2200 by the bias.)
 template <int WM, int WN, bool SPLIT, bool CHECK>
