@@ -20,20 +20,33 @@
 #include "common.cuh"
 #include "fast.h"
 
-// x2 from x (zero padding as g's), one element a thread (grid-stride); *flag = stamp where a value
-// is not finite.
+// x2 from x (zero padding as g's): a block per plane (n, c P + q, i) of x2 in turn, its threads over
+// the plane's rows (y) and columns (x), so that the divisions that locate a plane are per plane, not
+// per element; *flag = stamp where a value is not finite. (One element a thread, with seven 64-bit
+// divisions each, the copy took 192 us of the I3D stem's 572 in "tf32": ncu, H200, bench/NOTES.md,
+// twenty-third session.)
 static __global__ void s2d_input_kernel(volua_conv3d_geom g, volua_conv3d_geom g2, const float *__restrict__ x,
                                         float *__restrict__ x2, int *flag, int stamp) {
   const int64_t sd = g.stride[0], sh = g.stride[1], sw = g.stride[2], P = sd * sh * sw;
-  const int64_t total = g2.N * g2.C_in * g2.in[0] * g2.in[1] * g2.in[2];
-  VOLUA_GRID_LOOP(i, total) {
-    const volua_coord5<int64_t> o = volua_unflatten5<int64_t>(i, g2.C_in, g2.in[0], g2.in[1], g2.in[2]);
-    const int64_t c = o.c / P, q = o.c - c * P, qw = q % sw, qh = q / sw % sh, qd = q / (sw * sh);
-    const int64_t d = o.d * sd + qd - g.pad_lo[0], h = o.h * sh + qh - g.pad_lo[1], w = o.w * sw + qw - g.pad_lo[2];
-    const bool in = d >= 0 && d < g.in[0] && h >= 0 && h < g.in[1] && w >= 0 && w < g.in[2];
-    const float v = in ? x[(((o.n * g.C_in + c) * g.in[0] + d) * g.in[1] + h) * g.in[2] + w] : 0.0f;
-    if (!isfinite(v)) *flag = stamp;
-    x2[i] = v;
+  const int64_t planes = g2.N * g2.C_in * g2.in[0], H2 = g2.in[1], W2 = g2.in[2];
+  for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
+    const int64_t i = pl % g2.in[0], nc = pl / g2.in[0], c2 = nc % g2.C_in, n = nc / g2.C_in;
+    const int64_t c = c2 / P, q = c2 - c * P, qw = q % sw, qh = q / sw % sh, qd = q / (sw * sh);
+    const int64_t d = i * sd + qd - g.pad_lo[0];
+    const bool din = d >= 0 && d < g.in[0];
+    const float *src = x + ((n * g.C_in + c) * g.in[0] + (din ? d : 0)) * g.in[1] * g.in[2]; // (any plane where !din)
+    float *dst = x2 + pl * H2 * W2;
+    for (int64_t j = threadIdx.y; j < H2; j += blockDim.y) {
+      const int64_t h = j * sh + qh - g.pad_lo[1];
+      const bool hin = din && h >= 0 && h < g.in[1];
+      const float *srow = src + (hin ? h : 0) * g.in[2];
+      for (int64_t k = threadIdx.x; k < W2; k += blockDim.x) {
+        const int64_t w = k * sw + qw - g.pad_lo[2];
+        const float v = hin && w >= 0 && w < g.in[2] ? srow[w] : 0.0f;
+        if (!isfinite(v)) *flag = stamp;
+        dst[j * W2 + k] = v;
+      }
+    }
   }
 }
 
@@ -108,7 +121,8 @@ extern "C" int volua_cuda_conv3d_s2d(const volua_conv3d_geom *g, const float *x,
     return VOLUA_FAST_NOT_APPLICABLE;
   }
   int rc = 0;
-  s2d_input_kernel<<<volua_grid_for(xn, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, g2, x, x2, flag, stamp);
+  const int64_t planes = g2.N * g2.C_in * g2.in[0]; // s2d_input_kernel: a block a plane, 32 x 8 threads
+  s2d_input_kernel<<<(unsigned)(planes < ((int64_t)1 << 20) ? planes : ((int64_t)1 << 20)), dim3(32, 8), 0, s>>>(*g, g2, x, x2, flag, stamp);
   cudaError_t le = cudaGetLastError();
   if (le == cudaSuccess) {
     s2d_weight_kernel<<<volua_grid_for(wn, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, g2, w, w2);
