@@ -23,8 +23,8 @@
 // x2 from x (zero padding as g's): a block per plane (n, c P + q, i) of x2 in turn, its threads over
 // the plane's rows (y) and columns (x), so that the divisions that locate a plane are per plane, not
 // per element; *flag = stamp where a value is not finite. (One element a thread, with seven 64-bit
-// divisions each, the copy took 192 us of the I3D stem's 572 in "tf32": ncu, H200, bench/NOTES.md,
-// twenty-third session.)
+// divisions each, the copy took 192 us of the I3D stem's 572 in "tf32"; this way 45: ncu, H200,
+// bench/NOTES.md, twenty-third session.)
 static __global__ void s2d_input_kernel(volua_conv3d_geom g, volua_conv3d_geom g2, const float *__restrict__ x,
                                         float *__restrict__ x2, int *flag, int stamp) {
   const int64_t sd = g.stride[0], sh = g.stride[1], sw = g.stride[2], P = sd * sh * sw;
