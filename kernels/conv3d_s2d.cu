@@ -121,8 +121,8 @@ extern "C" int volua_cuda_conv3d_s2d(const volua_conv3d_geom *g, const float *x,
     return VOLUA_FAST_NOT_APPLICABLE;
   }
   int rc = 0;
-  const int64_t planes = g2.N * g2.C_in * g2.in[0]; // s2d_input_kernel: a block a plane, 32 x 8 threads
-  s2d_input_kernel<<<(unsigned)(planes < ((int64_t)1 << 20) ? planes : ((int64_t)1 << 20)), dim3(32, 8), 0, s>>>(*g, g2, x, x2, flag, stamp);
+  const int64_t planes = g2.N * g2.C_in * g2.in[0]; // s2d_input_kernel: a block a plane, 32 x 8 threads (as conv3d_pad_kernel)
+  s2d_input_kernel<<<volua_grid_for(planes, 1), dim3(32, 8), 0, s>>>(*g, g2, x, x2, flag, stamp);
   cudaError_t le = cudaGetLastError();
   if (le == cudaSuccess) {
     s2d_weight_kernel<<<volua_grid_for(wn, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(*g, g2, w, w2);
