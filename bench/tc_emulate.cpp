@@ -30,6 +30,12 @@ extern "C" int volua_cuda_malloc(void **p, int64_t bytes, char *err) {
   return 0;
 }
 extern "C" void volua_cuda_free(void *p) { free(p); }
+// (no prepared weights kept here: every call copies them, as with src/cuda.c's cache off)
+extern "C" void *volua_cuda_derived(const void *, const int64_t *, int, int64_t, int *fill, char *) {
+  *fill = 1;
+  return NULL;
+}
+extern "C" void volua_cuda_derived_failed(void *) {}
 static void ref_conv_transpose3d(const volua_conv_transpose3d_geom &g, const float *x, const float *w, const float *b,
                                  double *y);
 // conv_transpose3d.cu's gated redo: the float64 reference, where the flag is set.

@@ -638,16 +638,27 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   float *xcl = NULL, *wcl = NULL, *ws = NULL;
   const int64_t xn = J.N * J.in[0] * J.in[1] * J.in[2] * Cp, wn = taps * J.C_out * Cp, copies = J.split ? 2 : 1;
   char merr[VOLUA_ERR_MAX];
+  // The weights' copy is kept across calls where the op named this weight (src/cuda.c, "prepared
+  // weights"): what decides its contents besides w is this recipe. Asked for last: no allocation
+  // follows that could drop it before the launches below read it.
+  const int64_t recipe[7] = {J.C_out, J.C_in, Cp, taps, J.w_co, J.w_c, J.split};
+  int wfill = 1;
+  bool wkept = false;
   if (volua_cuda_malloc(reinterpret_cast<void **>(&xcl), copies * xn * 4, merr) ||
-      volua_cuda_malloc(reinterpret_cast<void **>(&wcl), copies * wn * 4, merr) ||
-      (p.ksplit > 1 && volua_cuda_malloc(reinterpret_cast<void **>(&ws), p.ksplit * p.ysize * 4, merr))) {
+      (p.ksplit > 1 && volua_cuda_malloc(reinterpret_cast<void **>(&ws), p.ksplit * p.ysize * 4, merr)) ||
+      !((wkept = (wcl = static_cast<float *>(volua_cuda_derived(w, recipe, 7, copies * wn * 4, &wfill, merr))) != NULL) ||
+        volua_cuda_malloc(reinterpret_cast<void **>(&wcl), copies * wn * 4, merr) == 0)) {
     volua_cuda_free(xcl); // no memory for the copies: the other paths
-    volua_cuda_free(wcl);
+    volua_cuda_free(ws);
 #ifndef VOLUA_TC_EMULATE
     (void)cudaGetLastError();
 #endif
     return VOLUA_FAST_NOT_APPLICABLE;
   }
+  auto wdone = [&](bool ok) { // the weights' copy: kept (dropped if this call failed after writing it) or freed
+    if (!wkept) volua_cuda_free(wcl);
+    else if (!ok && wfill) volua_cuda_derived_failed(wcl);
+  };
   const int64_t xdim[5] = {Cp, J.in[2], J.in[1], J.in[0], J.N};
   const int xbox[5] = {32, p.box[2] * p.stride[2], p.box[1] * p.stride[1], p.box[0] * p.stride[0], 1};
   const int xes[5] = {1, p.stride[2], p.stride[1], p.stride[0], 1};
@@ -659,7 +670,7 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
       (J.split && (tc_encode_map(&p.xsmap, xcls, 5, xdim, xbox, xes, 3) ||
                    tc_encode_map(&p.wsmap, wcls, 5, wdim, wbox, wes, 3)))) {
     volua_cuda_free(xcl);
-    volua_cuda_free(wcl);
+    wdone(false);
     volua_cuda_free(ws);
     return VOLUA_FAST_NOT_APPLICABLE;
   }
@@ -676,7 +687,7 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   } else {
     rc = VOLUA_FAST_NOT_APPLICABLE;
   }
-  if (rc == 0) {
+  if (rc == 0 && wfill) { // (a kept copy of these weights: the GEMM waits on the input's copy alone)
     cl_chain_launch(cl_weights_kernel, tc_dim3((unsigned)tc_cdiv(Cp, CL_WC), (unsigned)J.C_out, 1), tc_dim3(256),
                     (size_t)CL_WC * (tt | 1) * 4, s, w, wcl, wcls, J.C_out, J.C_in, Cp, taps, tt, J.w_co, J.w_c);
     rc = tc_launch_failed(op, err);
@@ -700,13 +711,14 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
     rc = tc_launch_failed(op, err);
   }
   volua_cuda_free(xcl); // stream-ordered reuse, as conv3d_tc.cu's scratch
-  volua_cuda_free(wcl);
+  wdone(rc == 0);
   volua_cuda_free(ws);
   if (rc == 0) {
     volua_cuda_fast_note_call();
     if (tc_verbose())
-      fprintf(stderr, "volua cl: %s%s, %d phase(s), box (%d, %d, %d) BN %d, %lld blocks of %d channel blocks, %d parts of K\n",
-              op, J.split ? " (split TF32)" : "", p.nph, p.box[0], p.box[1], p.box[2], BN, (long long)first, p.co_blocks, p.ksplit);
+      fprintf(stderr, "volua cl: %s%s, %d phase(s), box (%d, %d, %d) BN %d, %lld blocks of %d channel blocks, %d parts of K, weights %s\n",
+              op, J.split ? " (split TF32)" : "", p.nph, p.box[0], p.box[1], p.box[2], BN, (long long)first, p.co_blocks, p.ksplit,
+              !wkept ? "copied" : wfill ? "copied and kept" : "kept from an earlier call");
   }
   return rc;
 }

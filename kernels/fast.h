@@ -102,6 +102,13 @@ int volua_cuda_flush(void *buf, int64_t bytes, int value, char *err);
 /* The caching allocator of src/cuda.c (also declared by kernels.h). */
 int volua_cuda_malloc(void **p, int64_t bytes, char *err);
 void volua_cuda_free(void *p);
+/* src/cuda.c's prepared weights: a buffer of `bytes` kept for the weight at w (the one the op named)
+ * and the layout `recipe` (nrecipe values that decide the contents), or NULL where none can be kept
+ * (another pointer, the cache off, no memory: use a scratch buffer). *fill is 0 where the buffer
+ * already holds the layout of the weight's current contents, 1 where the caller must write it; a
+ * caller whose write then fails to launch hands it back with volua_cuda_derived_failed. */
+void *volua_cuda_derived(const void *w, const int64_t *recipe, int nrecipe, int64_t bytes, int *fill, char *err);
+void volua_cuda_derived_failed(void *buf);
 
 #ifdef __cplusplus
 }

@@ -237,6 +237,56 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       run_cases(mode, cases, 7500, "t")
     end)
 
+    -- Deep layers keep their weights' channels-last copy across calls (src/cuda.c, "prepared
+    -- weights"), keyed by the weight's storage and its version: every write to the weight (fill,
+    -- copy, set, a view's set) must retire the kept copy, another op on the same weight (another
+    -- layout) must not take it, and freeing the weight must free it. A stale copy would give the
+    -- old weight's answer: far outside the tolerance after each of these writes.
+    it("deep layers: the kept weight layout follows every write to the weight", function()
+      local keeps = target == "cuda" and os.getenv("VOLUA_TC_CL") ~= "0" and os.getenv("VOLUA_TC_WGMMA") ~= "0" and
+                    os.getenv("VOLUA_WCACHE") ~= "0" and os.getenv("VOLUA_FAST") ~= "0"
+      local x = input({1, 64, 3, 4, 5}, SEED + 9001):to(target)
+      local w = weight({128, 64, 3, 3, 3}, 64 * 27, SEED + 9002):to(target)
+      local function agrees(what, f)
+        counts.run = counts.run + 1
+        local want = f("cpu")
+        vol.set_math(mode)
+        local ok, got = pcall(f, target)
+        vol.set_math("fp32")
+        assert.is_true(ok, what .. ": raised " .. tostring(got))
+        got = got:cpu()
+        assert.is_true(vol.allclose(got, want, TOL[mode]), ("%s (math %s): not close to the CPU, max_abs_diff %s"):format(
+          what, mode, tostring(vol.max_abs_diff(got, want))))
+      end
+      local function conv(dev) return vol.conv3d(x:to(dev), w:to(dev), nil, {padding = 1}) end
+      vol.empty_cache()
+      assert.equal(0, vol.memory_stats().prepared_weights)
+      agrees("the first call", conv)
+      if keeps then assert.equal(1, vol.memory_stats().prepared_weights, "the deep layer kept its weights' copy") end
+      agrees("the second call (the kept copy)", conv)
+      w:fill(0.01)
+      agrees("after w:fill", conv)
+      w:copy(weight({128, 64, 3, 3, 3}, 64 * 27, SEED + 9003))
+      agrees("after w:copy", conv)
+      w:set(5, 1, 1, 1, 1, 1)
+      agrees("after w:set", conv)
+      w:reshape({128, 64 * 27}):set(-4, 7, 100)
+      agrees("after a view's set", conv)
+      if keeps then assert.equal(1, vol.memory_stats().prepared_weights, "one copy: the stale ones retired") end
+      -- the same storage as a transposed convolution's weight (64 -> 128 channels... as (C_in 128,
+      -- C_out 64): another layout of the same values
+      local xt = input({1, 128, 2, 3, 4}, SEED + 9004):to(target)
+      agrees("conv_transpose3d on the same weight", function(dev)
+        return vol.conv_transpose3d(xt:to(dev), w:to(dev), nil, {stride = 2, padding = 1})
+      end)
+      agrees("conv3d again after it", conv)
+      if keeps then assert.equal(2, vol.memory_stats().prepared_weights, "a copy per layout") end
+      w = nil
+      collectgarbage("collect")
+      collectgarbage("collect")
+      assert.equal(0, vol.memory_stats().prepared_weights, "the freed weight's copies went with it")
+    end)
+
     -- 1x1x1, stride 1, no padding, groups 1: conv3d_pointwise.cu where its rule says (math "tf32" from
     -- 64 output channels; "fp32" from 2^16 weights; both by TMA and wgmma from 128 input channels, and
     -- "fp32" there from 64 output channels too; few units, with K split, in both maths), else the paths

@@ -17,6 +17,126 @@ int volua_cuda_poison_enabled(void) {
   return value;
 }
 
+/* -- prepared weights kept across calls ----
+ *
+ * A kernel that lays a weight tensor out anew on every call (conv3d_cl.cu: (tap, C_out, C_in),
+ * rounded to TF32) can keep the result here instead: a device buffer keyed by the weight's
+ * storage (id and version, src/tensor.h), its address and the kernel's recipe (the sizes and
+ * strides that decide the layout). A later call with the same weights, unwritten since, finds it
+ * and skips the copy (bench/NOTES.md, twenty-fourth session: 512 -> 512 of (1, 512, 4, 8, 8) took
+ * 0.052 ms in "tf32" with the copy, 0.033 without). A write to the storage (fill, copy into, set)
+ * bumps its version, so the old entry never matches again; freeing the storage drops its entries;
+ * at most DERIVED_MAX entries and DERIVED_BYTES in all, the least recently used going first; the
+ * allocator drops them all before it reports out of memory. The op names the weight of the call
+ * it makes (volua_cuda_weight_id_set); a kernel asking for another pointer (a padded or
+ * space-to-depth copy) gets no entry. Host thread only, like the ops. VOLUA_WCACHE=0: off. */
+#define DERIVED_MAX 32
+#define DERIVED_BYTES ((int64_t)2 << 30)
+#define RECIPE_MAX 16 /* int64_t values */
+
+typedef struct derived {
+  void *buf;
+  int64_t bytes;
+  const void *w;
+  uint64_t storage, version, used;
+  int nrecipe;
+  int64_t recipe[RECIPE_MAX];
+} derived;
+
+static derived dcache[DERIVED_MAX];
+static int n_derived = 0;
+static int64_t derived_total = 0;
+static uint64_t derived_clock = 0;
+static struct {
+  const void *ptr;
+  uint64_t storage, version;
+} weight_id = {NULL, 0, 0};
+
+static int derived_enabled(void) {
+  static int value = -1;
+  if (value < 0) {
+    const char *s = getenv("VOLUA_WCACHE");
+    value = !(s && strcmp(s, "0") == 0);
+  }
+  return value;
+}
+
+void volua_cuda_weight_id_set(const void *ptr, uint64_t storage, uint64_t version) {
+  weight_id.ptr = ptr;
+  weight_id.storage = storage;
+  weight_id.version = version;
+}
+
+void volua_cuda_weight_id_clear(void) { volua_cuda_weight_id_set(NULL, 0, 0); }
+
+static void derived_drop(int i) {
+  volua_cuda_free(dcache[i].buf); /* stream-ordered: reused only by work queued after */
+  derived_total -= dcache[i].bytes;
+  dcache[i] = dcache[--n_derived];
+}
+
+void *volua_cuda_derived(const void *w, const int64_t *recipe, int nrecipe, int64_t bytes, int *fill, char *err) {
+  *fill = 1;
+  if (!w || w != weight_id.ptr || !derived_enabled() || nrecipe > RECIPE_MAX || bytes <= 0 ||
+      bytes > DERIVED_BYTES / 4)
+    return NULL;
+  for (int i = 0; i < n_derived; i++) {
+    derived *d = &dcache[i];
+    if (d->storage != weight_id.storage) continue;
+    if (d->version != weight_id.version) { /* written since: it can never match again */
+      derived_drop(i--);
+      continue;
+    }
+    if (d->w == w && d->nrecipe == nrecipe && d->bytes == bytes &&
+        memcmp(d->recipe, recipe, (size_t)nrecipe * sizeof *recipe) == 0) {
+      d->used = ++derived_clock;
+      *fill = 0;
+      return d->buf;
+    }
+  }
+  while (n_derived > 0 && (n_derived == DERIVED_MAX || derived_total + bytes > DERIVED_BYTES)) {
+    int lru = 0;
+    for (int i = 1; i < n_derived; i++)
+      if (dcache[i].used < dcache[lru].used) lru = i;
+    derived_drop(lru);
+  }
+  void *buf = NULL;
+  if (volua_cuda_malloc(&buf, bytes, err)) return NULL; /* the caller's own scratch then */
+  derived *d = &dcache[n_derived++];
+  d->buf = buf;
+  d->bytes = bytes;
+  d->w = w;
+  d->storage = weight_id.storage;
+  d->version = weight_id.version;
+  d->used = ++derived_clock;
+  d->nrecipe = nrecipe;
+  memcpy(d->recipe, recipe, (size_t)nrecipe * sizeof *recipe);
+  derived_total += bytes;
+  return buf;
+}
+
+void volua_cuda_derived_failed(void *buf) {
+  for (int i = 0; i < n_derived; i++)
+    if (dcache[i].buf == buf) {
+      derived_drop(i);
+      return;
+    }
+}
+
+void volua_cuda_derived_forget(uint64_t storage) {
+  for (int i = 0; i < n_derived; i++)
+    if (dcache[i].storage == storage) derived_drop(i--);
+}
+
+void volua_cuda_derived_clear(void) {
+  while (n_derived > 0) derived_drop(n_derived - 1);
+}
+
+int volua_cuda_derived_count(int64_t *bytes) {
+  if (bytes) *bytes = derived_total;
+  return n_derived;
+}
+
 #ifndef VOLUA_CUDA
 
 /* -- stubs: built without CUDA ---- */
@@ -275,6 +395,14 @@ int volua_cuda_malloc(void **p, int64_t bytes, char *err) {
       empty_cache_locked();
       e = cudaMalloc(&d, (size_t)size);
     }
+    if (e == cudaErrorMemoryAllocation && n_derived > 0) { /* then the prepared weights too */
+      cudaGetLastError();
+      pthread_mutex_unlock(&mem_lock);
+      volua_cuda_derived_clear(); /* (volua_cuda_free takes the lock) */
+      pthread_mutex_lock(&mem_lock);
+      empty_cache_locked();
+      e = cudaMalloc(&d, (size_t)size);
+    }
     if (e != cudaSuccess) {
       cudaGetLastError();
       if (e == cudaErrorMemoryAllocation) {
@@ -338,6 +466,7 @@ void volua_cuda_memory_stats(volua_cuda_mem_stats *s) {
 
 void volua_cuda_empty_cache(void) {
   if (!volua_cuda_available()) return;
+  volua_cuda_derived_clear();
   pthread_mutex_lock(&mem_lock);
   empty_cache_locked();
   pthread_mutex_unlock(&mem_lock);

@@ -27,6 +27,16 @@ typedef struct volua_cuda_mem_stats {
 void volua_cuda_memory_stats(volua_cuda_mem_stats *s);
 void volua_cuda_empty_cache(void);
 
+/* Prepared weights kept across calls (src/cuda.c, "prepared weights"): the op names the weight
+ * of the call it is about to make (its data pointer, storage id and version) and clears it after;
+ * freeing a storage forgets its entries; clear drops them all (empty_cache does too); count says
+ * how many entries there are and (bytes) their size. */
+void volua_cuda_weight_id_set(const void *ptr, uint64_t storage, uint64_t version);
+void volua_cuda_weight_id_clear(void);
+void volua_cuda_derived_forget(uint64_t storage);
+void volua_cuda_derived_clear(void);
+int volua_cuda_derived_count(int64_t *bytes);
+
 typedef enum { VOLUA_COPY_H2D = 0, VOLUA_COPY_D2H, VOLUA_COPY_D2D } volua_copy_kind;
 int volua_cuda_memcpy(void *dst, const void *src, int64_t bytes, volua_copy_kind kind, char *err);
 int volua_cuda_sync(char *err);

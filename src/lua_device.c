@@ -59,12 +59,16 @@ static int l_memory_stats(lua_State *L) {
   volua_cuda_mem_stats s;
   memset(&s, 0, sizeof s);
   if (volua_cuda_available()) volua_cuda_memory_stats(&s);
-  lua_createtable(L, 0, 5);
+  int64_t pw_bytes = 0;
+  const int pw = volua_cuda_available() ? volua_cuda_derived_count(&pw_bytes) : 0;
+  lua_createtable(L, 0, 7);
   lua_pushnumber(L, (lua_Number)s.allocated); lua_setfield(L, -2, "allocated");
   lua_pushnumber(L, (lua_Number)s.reserved); lua_setfield(L, -2, "reserved");
   lua_pushnumber(L, (lua_Number)s.peak_allocated); lua_setfield(L, -2, "peak");
   lua_pushnumber(L, (lua_Number)s.num_mallocs); lua_setfield(L, -2, "num_mallocs");
   lua_pushnumber(L, (lua_Number)s.num_frees); lua_setfield(L, -2, "num_frees");
+  lua_pushnumber(L, (lua_Number)pw); lua_setfield(L, -2, "prepared_weights");
+  lua_pushnumber(L, (lua_Number)pw_bytes); lua_setfield(L, -2, "prepared_bytes");
   return 1;
 }
 

@@ -259,6 +259,7 @@ static int m_set(lua_State *L) {
   }
   size_t es = volua_dtype_size(t->dtype);
   void *dst = (char *)volua_tensor_data(t) + off * (int64_t)es;
+  volua_storage_written(t->storage);
   if (t->device == VOLUA_DEVICE_CPU) memcpy(dst, buf, es);
   else {
     char err[VOLUA_ERR_MAX];

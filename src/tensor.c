@@ -72,9 +72,11 @@ int volua_tensor_alloc(volua_tensor *t, int ndim, const int64_t *shape, volua_dt
   int64_t nbytes = numel * (int64_t)volua_dtype_size(dtype);
   volua_storage *st = calloc(1, sizeof *st);
   if (!st) { snprintf(err, VOLUA_ERR_MAX, "tensor: out of host memory"); return 1; }
+  static uint64_t next_id = 0;
   st->nbytes = nbytes;
   st->refcount = 1;
   st->device = device;
+  st->id = ++next_id;
   if (device == VOLUA_DEVICE_CUDA) {
     if (volua_cuda_malloc(&st->data, nbytes > 0 ? nbytes : 1, err)) { free(st); return 1; }
 #ifdef VOLUA_CUDA
@@ -116,7 +118,10 @@ void volua_tensor_free(volua_tensor *t) {
   if (!st) return;
   t->storage = NULL;
   if (--st->refcount > 0) return;
-  if (st->device == VOLUA_DEVICE_CUDA) volua_cuda_free(st->data);
+  if (st->device == VOLUA_DEVICE_CUDA) {
+    volua_cuda_derived_forget(st->id); /* its prepared weights go with it */
+    volua_cuda_free(st->data);
+  }
   else free(st->data);
   free(st);
 }
@@ -136,6 +141,7 @@ int volua_tensor_copy(volua_tensor *dst, const volua_tensor *src, char *err) {
     return 1;
   }
   if (n == 0) return 0;
+  volua_storage_written(dst->storage);
   void *d = volua_tensor_data(dst);
   const void *s = volua_tensor_data(src);
   int64_t bytes = n * (int64_t)volua_dtype_size(src->dtype);

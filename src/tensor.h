@@ -11,13 +11,23 @@
 typedef enum { VOLUA_FLOAT32 = 0, VOLUA_INT64 = 1 } volua_dtype;
 typedef enum { VOLUA_DEVICE_CPU = 0, VOLUA_DEVICE_CUDA = 1 } volua_device;
 
-/* One allocation, shared by every tensor that views it. */
+/* One allocation, shared by every tensor that views it. `id` is unique for the process's life
+ * (never reused, unlike an address); `version` counts the writes to the data after allocation
+ * (volua_storage_written), so that (id, version) names the contents: src/cuda.c's cache of
+ * prepared weights keys on it. */
 typedef struct volua_storage {
   void *data;
   int64_t nbytes;
   int64_t refcount;
   volua_device device;
+  uint64_t id, version;
 } volua_storage;
+
+/* Every write into an existing tensor's data (fill, copy into, set) calls this before it is
+ * queued: it retires what was derived from the old contents. */
+static inline void volua_storage_written(volua_storage *st) {
+  if (st) st->version++;
+}
 
 /* A contiguous row-major view of a storage, `offset` elements in.
  * A tensor whose storage is NULL is empty (freshly pushed or freed). */

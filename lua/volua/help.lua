@@ -270,12 +270,14 @@ vol.get_math() -> "fp32" | "tf32"
   The current math mode.
   Example: vol.get_math()]==])
 doc("vol.memory_stats", [==[
-vol.memory_stats() -> {allocated=, reserved=, peak=, num_mallocs=, num_frees=}
-  GPU memory use in bytes (zeros without a GPU).
+vol.memory_stats() -> {allocated=, reserved=, peak=, num_mallocs=, num_frees=,
+                       prepared_weights=, prepared_bytes=}
+  GPU memory use in bytes (zeros without a GPU). prepared_weights: the convolution weights
+  whose GPU layout is kept across calls (deep layers), prepared_bytes their size.
   Example: vol.memory_stats().peak / 2^20   -- MiB]==])
 doc("vol.empty_cache", [==[
 vol.empty_cache()
-  Returns cached, unused GPU memory to the driver.
+  Returns cached, unused GPU memory to the driver, and drops the kept weight layouts.
   Example: y = nil; collectgarbage(); vol.empty_cache()]==])
 
 local topics = {

@@ -243,8 +243,11 @@ int volua_conv3d(volua_tensor *out, const volua_tensor *x, const volua_tensor *w
       rc = volua_cpu_conv3d(&g, xp, wp, bp, yp, err);
     } else {
 #ifdef VOLUA_CUDA
+      /* the weight of this call, for its prepared layout kept across calls (src/cuda.c) */
+      volua_cuda_weight_id_set(wp, weight->storage->id, weight->storage->version);
       rc = volua_cuda_conv3d(&g, xp, wp, bp, yp, volua_get_math(), (cudaStream_t)volua_cuda_stream(),
                              err);
+      volua_cuda_weight_id_clear();
 #else
       snprintf(err, VOLUA_ERR_MAX, "conv3d: volua was built without CUDA");
       rc = 1;

@@ -173,8 +173,11 @@ int volua_conv_transpose3d(volua_tensor *out, const volua_tensor *x, const volua
       rc = volua_cpu_conv_transpose3d(&g, xp, wp, bp, yp, err);
     } else {
 #ifdef VOLUA_CUDA
+      /* the weight of this call, for its prepared layout kept across calls (src/cuda.c) */
+      volua_cuda_weight_id_set(wp, weight->storage->id, weight->storage->version);
       rc = volua_cuda_conv_transpose3d(&g, xp, wp, bp, yp, volua_get_math(),
                                        (cudaStream_t)volua_cuda_stream(), err);
+      volua_cuda_weight_id_clear();
 #else
       snprintf(err, VOLUA_ERR_MAX, "conv_transpose3d: volua was built without CUDA");
       rc = 1;

@@ -158,6 +158,7 @@ int volua_fill(volua_tensor *t, double v, char *err) {
     return 1;
   }
   if (n == 0) return 0;
+  volua_storage_written(t->storage);
   if (t->device == VOLUA_DEVICE_CPU) return volua_cpu_fill(n, t->dtype, volua_tensor_data(t), v);
 #ifdef VOLUA_CUDA
   return volua_cuda_fill(n, t->dtype, volua_tensor_data(t), v, STREAM, err);
@@ -281,6 +282,7 @@ int volua_random(volua_tensor *t, int normal, const uint64_t *seed, char *err) {
     return 1;
   }
   int64_t n = volua_tensor_numel(t);
+  volua_storage_written(t->storage);
   volua_tensor host = {0};
   const volua_tensor *dst = t;
   if (t->device != VOLUA_DEVICE_CPU) {
