@@ -112,6 +112,7 @@ void *volua_cuda_derived(const void *w, const int64_t *recipe, int nrecipe, int6
   d->nrecipe = nrecipe;
   memcpy(d->recipe, recipe, (size_t)nrecipe * sizeof *recipe);
   derived_total += bytes;
+  volua_bytes_since_gc += bytes; /* (Lua's collector frees the weights, and with them these) */
   return buf;
 }
 
