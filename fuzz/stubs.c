@@ -11,6 +11,7 @@ int volua_cuda_malloc(void **p, int64_t bytes, char *err) {
   return 1;
 }
 void volua_cuda_free(void *p) { (void)p; abort(); }
+void volua_cuda_derived_forget(uint64_t storage) { (void)storage; abort(); }
 int volua_cuda_memcpy(void *dst, const void *src, int64_t bytes, volua_copy_kind kind, char *err) {
   (void)dst; (void)src; (void)bytes; (void)kind;
   snprintf(err, VOLUA_ERR_MAX, "fuzz build has no CUDA");
