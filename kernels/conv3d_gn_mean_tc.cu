@@ -74,7 +74,7 @@ extern "C" int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, 
   p.wprep = wprep;
   p.parts = (int)parts_max;
   const int rc = tc_launch_stats(p, env, s, op, err);
-  volua_cuda_free(wprep);
+  tc_weights_free(wprep);
   volua_cuda_free(partials);
   if (rc == 0) volua_cuda_fast_note_call();
   return rc;

@@ -74,7 +74,7 @@ extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, 
   }
   p.wprep = wprep;
   const int rc = p.ksplit > 1 ? tc_launch_ksplit(p, env, s, op, err) : tc_launch_store<false>(p, env, EPI_STORE, s, op, err);
-  volua_cuda_free(wprep); // stream-ordered reuse: later work on the stream runs after this launch
+  tc_weights_free(wprep); // stream-ordered reuse: later work on the stream runs after this launch
   volua_cuda_free(ksws);
   if (rc == 0) volua_cuda_fast_note_call();
   return rc;

@@ -477,15 +477,15 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         q.ksteps = p.sub_ksteps[sb];
         q.w_floats = p.sub_w_floats[sb];
         if (tc_prep_weights(q, maps[i][sb], &wp2[sb], s, op, err)) {
-          volua_cuda_free(wp2[0]);
+          tc_weights_free(wp2[0]);
           return 1;
         }
         p.sub_wprep[sb] = wp2[sb];
       }
       p.wprep = wp2[0];
       const int rc = tc_launch_store2(p, env, s, op, err);
-      volua_cuda_free(wp2[0]);
-      volua_cuda_free(wp2[1]);
+      tc_weights_free(wp2[0]);
+      tc_weights_free(wp2[1]);
       if (rc) return rc;
       continue;
     }
@@ -497,7 +497,7 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
     }
     p.wprep = wprep;
     const int rc = p.ksplit > 1 ? tc_launch_ksplit(p, env, s, op, err) : tc_launch_store(p, env, epi, s, op, err);
-    volua_cuda_free(wprep);
+    tc_weights_free(wprep);
     volua_cuda_free(ksws);
     if (rc) return rc;
   }

@@ -1642,15 +1642,15 @@ static inline int tc_encode_tmap(Params &p) {
 }
 
 // The weights in fragment order (scratch from the caching allocator; the caller frees it after
-// the launches that read it: every launch is on one stream).
+// the launches that read it, with tc_weights_free: every launch is on one stream).
 // Kernel is tc_prep_kernel (WeightMap) or conv_transpose3d_tc.cu's phase preparation (PhaseMap).
 // min_threads: a larger grid where the kernel has more to do (the phase preparation's input scan).
 // Shared memory: the k-step's table of weight offsets, up to 8 x 8 (tc_prep_steps).
+// tc_prep_launch runs kernel over the total floats at buf (total 0: it zeroes p.done's counts only).
 template <class Map>
-static inline int tc_prep_with(void (*kernel)(Map, Params, float *, int64_t), const Params &p, const Map &m,
-                               float **out, tc_stream s, const char *op, char *err, int64_t min_threads = 0) {
-  const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats, steps = total / (4 * p.BN * p.E);
-  if (volua_cuda_malloc(reinterpret_cast<void **>(out), total * 4, err)) return 1;
+static inline int tc_prep_launch(void (*kernel)(Map, Params, float *, int64_t), const Params &p, const Map &m, float *buf,
+                                 int64_t total, tc_stream s, const char *op, char *err, int64_t min_threads) {
+  const int64_t steps = total / (4 * p.BN * p.E);
   int64_t blocks = steps > min_threads / 256 ? steps : min_threads / 256; // at least a k-step a block
 #ifdef VOLUA_TC_EMULATE
   const int64_t most = 16; // (256 threads a block there)
@@ -1659,8 +1659,16 @@ static inline int tc_prep_with(void (*kernel)(Map, Params, float *, int64_t), co
 #endif
   if (blocks > most) blocks = most;
   if (blocks < 1) blocks = 1;
-  TC_LAUNCH(kernel, (unsigned)blocks, 256, 8 * 8 * sizeof(int64_t), s, m, p, *out, total);
-  if (tc_launch_failed(op, err)) {
+  TC_LAUNCH(kernel, (unsigned)blocks, 256, 8 * 8 * sizeof(int64_t), s, m, p, buf, total);
+  return tc_launch_failed(op, err);
+}
+
+template <class Map>
+static inline int tc_prep_with(void (*kernel)(Map, Params, float *, int64_t), const Params &p, const Map &m,
+                               float **out, tc_stream s, const char *op, char *err, int64_t min_threads = 0) {
+  const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats;
+  if (volua_cuda_malloc(reinterpret_cast<void **>(out), total * 4, err)) return 1;
+  if (tc_prep_launch(kernel, p, m, *out, total, s, op, err, min_threads)) {
     volua_cuda_free(*out);
     *out = NULL;
     return 1;
@@ -1668,9 +1676,35 @@ static inline int tc_prep_with(void (*kernel)(Map, Params, float *, int64_t), co
   return 0;
 }
 
+// tc_prep_kernel's weights, kept across calls where the op named m.w as its call's weight
+// (src/cuda.c, "prepared weights"; bench/NOTES.md, twenty-fourth session): the recipe is every
+// value of p and m that the preparation reads. A kept copy still needs p.done's counts zeroed: then
+// the kernel runs over no weights. Free what this gives with tc_weights_free.
 static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **out, tc_stream s, const char *op,
                                   char *err) {
-  return tc_prep_with(tc_prep_kernel, p, m, out, s, op, err);
+  const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats;
+  const int64_t recipe[] = {1, // (this layout; conv3d_cl.cu's recipes have another length)
+                            p.ksteps, p.nchunks, p.co_blocks, p.wg, p.BN, p.E, p.taps[0], p.taps[1], p.taps[2],
+                            p.ci_chunk, p.C_in, p.C_out, p.groups, p.w_floats, m.w_co, m.w_ci, m.w_g,
+                            m.kfirst[0], m.kfirst[1], m.kfirst[2], m.kstep[0], m.kstep[1], m.kstep[2],
+                            m.kdim[0], m.kdim[1], m.kdim[2]};
+  int fill = 1;
+  char merr[VOLUA_ERR_MAX];
+  float *kept = static_cast<float *>(volua_cuda_derived(m.w, recipe, (int)(sizeof recipe / sizeof *recipe), total * 4, &fill, merr));
+  if (!kept) return tc_prep_with(tc_prep_kernel, p, m, out, s, op, err);
+  *out = kept;
+  if (!fill && !p.done) return 0;
+  if (tc_prep_launch(tc_prep_kernel, p, m, kept, fill ? total : 0, s, op, err, 0)) {
+    if (fill) volua_cuda_derived_failed(kept);
+    *out = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+// Gives back what tc_prep_weights or tc_prep_with gave: a kept copy stays kept.
+static inline void tc_weights_free(float *w) {
+  if (!volua_cuda_derived_owns(w)) volua_cuda_free(w);
 }
 
 // VOLUA_TC_VERBOSE=1 (read once): the plans on stderr (tc_report, conv3d_cl.cu's lines).

@@ -242,22 +242,24 @@ for _, mode in ipairs({"fp32", "tf32"}) do
     -- copy, set, a view's set) must retire the kept copy, another op on the same weight (another
     -- layout) must not take it, and freeing the weight must free it. A stale copy would give the
     -- old weight's answer: far outside the tolerance after each of these writes.
+    local function agrees(what, f) -- f(device) on the GPU in this math against the CPU
+      counts.run = counts.run + 1
+      local want = f("cpu")
+      vol.set_math(mode)
+      local ok, got = pcall(f, target)
+      vol.set_math("fp32")
+      assert.is_true(ok, what .. ": raised " .. tostring(got))
+      got = got:cpu()
+      assert.is_true(vol.allclose(got, want, TOL[mode]), ("%s (math %s): not close to the CPU, max_abs_diff %s"):format(
+        what, mode, tostring(vol.max_abs_diff(got, want))))
+    end
+    local function kept() return vol.memory_stats().prepared_weights end
+
     it("deep layers: the kept weight layout follows every write to the weight", function()
       local keeps = target == "cuda" and os.getenv("VOLUA_TC_CL") ~= "0" and os.getenv("VOLUA_TC_WGMMA") ~= "0" and
                     os.getenv("VOLUA_WCACHE") ~= "0" and os.getenv("VOLUA_FAST") ~= "0"
       local x = input({1, 64, 3, 4, 5}, SEED + 9001):to(target)
       local w = weight({128, 64, 3, 3, 3}, 64 * 27, SEED + 9002):to(target)
-      local function agrees(what, f)
-        counts.run = counts.run + 1
-        local want = f("cpu")
-        vol.set_math(mode)
-        local ok, got = pcall(f, target)
-        vol.set_math("fp32")
-        assert.is_true(ok, what .. ": raised " .. tostring(got))
-        got = got:cpu()
-        assert.is_true(vol.allclose(got, want, TOL[mode]), ("%s (math %s): not close to the CPU, max_abs_diff %s"):format(
-          what, mode, tostring(vol.max_abs_diff(got, want))))
-      end
       local function conv(dev) return vol.conv3d(x:to(dev), w:to(dev), nil, {padding = 1}) end
       vol.empty_cache()
       assert.equal(0, vol.memory_stats().prepared_weights)
@@ -285,6 +287,47 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       collectgarbage("collect")
       collectgarbage("collect")
       assert.equal(0, vol.memory_stats().prepared_weights, "the freed weight's copies went with it")
+    end)
+
+    -- The same for conv3d_tc.cu's own preparation (shallow layers, the fused op): a copy per plan
+    -- (another input size, another op: another layout), each retired by writes; the fused op's
+    -- completion counts, which the preparation kernel zeroes, zeroed on a kept copy's calls too.
+    it("shallow layers and the fused op: the kept weight layout follows writes and plans", function()
+      local keeps = target == "cuda" and os.getenv("VOLUA_WCACHE") ~= "0" and os.getenv("VOLUA_FAST") ~= "0"
+      local w = weight({24, 3, 3, 5, 7}, 3 * 105, SEED + 9101):to(target)
+      local xa = input({2, 3, 6, 9, 13}, SEED + 9102):to(target)
+      local xb = input({1, 3, 12, 20, 40}, SEED + 9103):to(target)
+      local b = weight({24}, 3 * 105, SEED + 9104):to(target)
+      local gw = (vol.rand({24}, {seed = SEED + 9105}) * 2):to(target)
+      local gb = (vol.rand({24}, {seed = SEED + 9106}) * 3 - 1.5):to(target)
+      local function conv(x)
+        return function(dev) return vol.conv3d(x:to(dev), w:to(dev), nil, {padding = {1, 2, 3}}) end
+      end
+      local function fused(dev)
+        return vol.conv3d_group_norm_mean(xb:to(dev), w:to(dev), b:to(dev), 8, gw:to(dev), gb:to(dev))
+      end
+      vol.empty_cache()
+      agrees("conv3d", conv(xa))
+      if keeps then assert.equal(1, kept(), "the layer kept its weights' layout") end
+      agrees("conv3d again (the kept copy)", conv(xa))
+      agrees("conv3d on a larger input", conv(xb))
+      agrees("conv3d_group_norm_mean on the same weight", fused)
+      agrees("conv3d_group_norm_mean again (the kept copy, its counts zeroed)", fused)
+      agrees("conv3d_group_norm_mean a third time", fused)
+      local n = kept()
+      w:fill(0.02)
+      agrees("conv3d after w:fill", conv(xa))
+      agrees("conv3d_group_norm_mean after w:fill", fused)
+      w:set(3, 1, 1, 1, 1, 1)
+      agrees("conv3d on the larger input after w:set", conv(xb))
+      agrees("conv3d_group_norm_mean after w:set", fused)
+      w:reshape({24, 3 * 105}):set(-2, 5, 40)
+      agrees("conv3d after a view's set", conv(xa))
+      if keeps then assert.is_true(kept() >= 1 and kept() <= n, "stale copies retired") end
+      w = nil
+      collectgarbage("collect")
+      collectgarbage("collect")
+      assert.equal(0, kept(), "the freed weight's copies went with it")
     end)
 
     -- 1x1x1, stride 1, no padding, groups 1: conv3d_pointwise.cu where its rule says (math "tf32" from

@@ -30,9 +30,9 @@ int volua_cuda_poison_enabled(void) {
  * allocator drops them all before it reports out of memory. The op names the weight of the call
  * it makes (volua_cuda_weight_id_set); a kernel asking for another pointer (a padded or
  * space-to-depth copy) gets no entry. Host thread only, like the ops. VOLUA_WCACHE=0: off. */
-#define DERIVED_MAX 32
+#define DERIVED_MAX 256
 #define DERIVED_BYTES ((int64_t)2 << 30)
-#define RECIPE_MAX 16 /* int64_t values */
+#define RECIPE_MAX 32 /* int64_t values */
 
 typedef struct derived {
   void *buf;
@@ -122,6 +122,13 @@ void volua_cuda_derived_failed(void *buf) {
       derived_drop(i);
       return;
     }
+}
+
+int volua_cuda_derived_owns(const void *buf) {
+  if (!buf) return 0;
+  for (int i = 0; i < n_derived; i++)
+    if (dcache[i].buf == buf) return 1;
+  return 0;
 }
 
 void volua_cuda_derived_forget(uint64_t storage) {

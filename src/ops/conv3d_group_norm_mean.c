@@ -106,8 +106,11 @@ int volua_conv3d_group_norm_mean(volua_tensor *out, const volua_tensor *x, const
     rc = volua_cpu_conv3d_gn_mean(&g, xp, cw, cb, gw, gb, yp, err);
   } else {
 #ifdef VOLUA_CUDA
+    /* the convolution's weight, for its prepared layout kept across calls (src/cuda.c) */
+    volua_cuda_weight_id_set(cw, conv_w->storage->id, conv_w->storage->version);
     rc = volua_cuda_conv3d_gn_mean(&g, xp, cw, cb, gw, gb, yp, volua_get_math(),
                                    (cudaStream_t)volua_cuda_stream(), err);
+    volua_cuda_weight_id_clear();
 #else
     snprintf(err, VOLUA_ERR_MAX, FNAME ": volua was built without CUDA");
     rc = 1;
