@@ -272,8 +272,8 @@ vol.get_math() -> "fp32" | "tf32"
 doc("vol.memory_stats", [==[
 vol.memory_stats() -> {allocated=, reserved=, peak=, num_mallocs=, num_frees=,
                        prepared_weights=, prepared_bytes=}
-  GPU memory use in bytes (zeros without a GPU). prepared_weights: the convolution weights
-  whose GPU layout is kept across calls (deep layers), prepared_bytes their size.
+  GPU memory use in bytes (zeros without a GPU). prepared_weights: the convolution weight
+  layouts kept across calls for the tensor cores, prepared_bytes their size.
   Example: vol.memory_stats().peak / 2^20   -- MiB]==])
 doc("vol.empty_cache", [==[
 vol.empty_cache()
