@@ -307,6 +307,17 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         return vol.conv3d_group_norm_mean(xb:to(dev), w:to(dev), b:to(dev), 8, gw:to(dev), gb:to(dev))
       end
       vol.empty_cache()
+      -- K split across blocks (8 x 8 planes, few tiles): its parts' counts zeroed on a kept copy too
+      local x3 = input({2, 64, 4, 8, 8}, SEED + 9107):to(target)
+      local w3 = weight({32, 64, 3, 3, 3}, 64 * 27, SEED + 9108):to(target)
+      local function split(dev) return vol.conv3d(x3:to(dev), w3:to(dev), nil, {padding = 1}) end
+      for i = 1, 3 do agrees(("K in parts, call %d"):format(i), split) end
+      w3:fill(-0.03)
+      agrees("K in parts after w:fill", split)
+      w3 = nil
+      collectgarbage("collect")
+      collectgarbage("collect")
+      assert.equal(0, kept(), "the split layer's copies went with its weight")
       agrees("conv3d", conv(xa))
       if keeps then assert.equal(1, kept(), "the layer kept its weights' layout") end
       agrees("conv3d again (the kept copy)", conv(xa))
