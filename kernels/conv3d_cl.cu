@@ -658,6 +658,7 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   auto wdone = [&](bool ok) { // the weights' copy: kept (dropped if this call failed after writing it) or freed
     if (!wkept) volua_cuda_free(wcl);
     else if (!ok && wfill) volua_cuda_derived_failed(wcl);
+    else volua_cuda_derived_release(wcl);
   };
   const int64_t xdim[5] = {Cp, J.in[2], J.in[1], J.in[0], J.N};
   const int xbox[5] = {32, p.box[2] * p.stride[2], p.box[1] * p.stride[1], p.box[0] * p.stride[0], 1};

@@ -1696,15 +1696,18 @@ static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **o
   if (!fill && !p.done) return 0;
   if (tc_prep_launch(tc_prep_kernel, p, m, kept, fill ? total : 0, s, op, err, 0)) {
     if (fill) volua_cuda_derived_failed(kept);
+    else volua_cuda_derived_release(kept);
     *out = NULL;
     return 1;
   }
   return 0;
 }
 
-// Gives back what tc_prep_weights or tc_prep_with gave: a kept copy stays kept.
+// Gives back what tc_prep_weights or tc_prep_with gave, after the launches that read it are queued:
+// a kept copy stays kept (released for eviction), a scratch one is freed.
 static inline void tc_weights_free(float *w) {
-  if (!volua_cuda_derived_owns(w)) volua_cuda_free(w);
+  if (volua_cuda_derived_owns(w)) volua_cuda_derived_release(w);
+  else volua_cuda_free(w);
 }
 
 // VOLUA_TC_VERBOSE=1 (read once): the plans on stderr (tc_report, conv3d_cl.cu's lines).

@@ -27,11 +27,14 @@ int volua_cuda_poison_enabled(void) {
  * 0.052 ms in "tf32" with the copy, 0.033 without). A write to the storage (fill, copy into, set)
  * bumps its version, so the old entry never matches again; freeing the storage drops its entries;
  * at most DERIVED_MAX entries and DERIVED_BYTES in all, the least recently used going first; the
- * allocator drops them all before it reports out of memory. The op names the weight of the call
+ * allocator drops them all before it reports out of memory. An entry handed to the call in
+ * progress is pinned until the caller releases it (volua_cuda_derived_release, or _failed), and
+ * neither eviction nor that drop touches it: the launches that read it are not queued yet. The op names the weight of the call
  * it makes (volua_cuda_weight_id_set); a kernel asking for another pointer (a padded or
  * space-to-depth copy) gets no entry. Host thread only, like the ops. VOLUA_WCACHE=0: off. */
 #define DERIVED_MAX 256
-#define DERIVED_BYTES ((int64_t)2 << 30)
+#define DERIVED_BYTES ((int64_t)2 << 30) /* VOLUA_WCACHE_BYTES=n: another cap (for testing) */
+#define DERIVED_ENTRY_MAX ((int64_t)512 << 20)
 #define RECIPE_MAX 32 /* int64_t values */
 
 typedef struct derived {
@@ -39,6 +42,7 @@ typedef struct derived {
   int64_t bytes;
   const void *w;
   uint64_t storage, version, used;
+  int pinned; /* handed out to the call in progress, not yet released: never evicted */
   int nrecipe;
   int64_t recipe[RECIPE_MAX];
 } derived;
@@ -61,6 +65,15 @@ static int derived_enabled(void) {
   return value;
 }
 
+static int64_t derived_cap(void) {
+  static int64_t cap = -1;
+  if (cap < 0) {
+    const char *s = getenv("VOLUA_WCACHE_BYTES");
+    cap = s && atoll(s) > 0 ? atoll(s) : DERIVED_BYTES;
+  }
+  return cap;
+}
+
 void volua_cuda_weight_id_set(const void *ptr, uint64_t storage, uint64_t version) {
   weight_id.ptr = ptr;
   weight_id.storage = storage;
@@ -78,28 +91,33 @@ static void derived_drop(int i) {
 void *volua_cuda_derived(const void *w, const int64_t *recipe, int nrecipe, int64_t bytes, int *fill, char *err) {
   *fill = 1;
   if (!w || w != weight_id.ptr || !derived_enabled() || nrecipe > RECIPE_MAX || bytes <= 0 ||
-      bytes > DERIVED_BYTES / 4)
+      bytes > DERIVED_ENTRY_MAX)
     return NULL;
   for (int i = 0; i < n_derived; i++) {
     derived *d = &dcache[i];
     if (d->storage != weight_id.storage) continue;
-    if (d->version != weight_id.version) { /* written since: it can never match again */
+    if (d->version != weight_id.version && !d->pinned) { /* written since: it can never match again */
       derived_drop(i--);
       continue;
     }
-    if (d->w == w && d->nrecipe == nrecipe && d->bytes == bytes &&
+    if (d->version == weight_id.version && d->w == w && d->nrecipe == nrecipe && d->bytes == bytes &&
         memcmp(d->recipe, recipe, (size_t)nrecipe * sizeof *recipe) == 0) {
       d->used = ++derived_clock;
+      d->pinned++;
       *fill = 0;
       return d->buf;
     }
   }
-  while (n_derived > 0 && (n_derived == DERIVED_MAX || derived_total + bytes > DERIVED_BYTES)) {
-    int lru = 0;
-    for (int i = 1; i < n_derived; i++)
-      if (dcache[i].used < dcache[lru].used) lru = i;
+  /* room: the least recently used go first, but none the call in progress holds (a transposed
+   * convolution's two sub-GEMMs hold two entries at once); the cap may be passed meanwhile */
+  while (n_derived == DERIVED_MAX || derived_total + bytes > derived_cap()) {
+    int lru = -1;
+    for (int i = 0; i < n_derived; i++)
+      if (!dcache[i].pinned && (lru < 0 || dcache[i].used < dcache[lru].used)) lru = i;
+    if (lru < 0) break;
     derived_drop(lru);
   }
+  if (n_derived == DERIVED_MAX) return NULL;
   void *buf = NULL;
   if (volua_cuda_malloc(&buf, bytes, err)) return NULL; /* the caller's own scratch then */
   derived *d = &dcache[n_derived++];
@@ -109,11 +127,20 @@ void *volua_cuda_derived(const void *w, const int64_t *recipe, int nrecipe, int6
   d->storage = weight_id.storage;
   d->version = weight_id.version;
   d->used = ++derived_clock;
+  d->pinned = 1;
   d->nrecipe = nrecipe;
   memcpy(d->recipe, recipe, (size_t)nrecipe * sizeof *recipe);
   derived_total += bytes;
   volua_bytes_since_gc += bytes; /* (Lua's collector frees the weights, and with them these) */
   return buf;
+}
+
+void volua_cuda_derived_release(void *buf) {
+  for (int i = 0; i < n_derived; i++)
+    if (dcache[i].buf == buf && dcache[i].pinned > 0) {
+      dcache[i].pinned--;
+      return;
+    }
 }
 
 void volua_cuda_derived_failed(void *buf) {
@@ -136,8 +163,9 @@ void volua_cuda_derived_forget(uint64_t storage) {
     if (dcache[i].storage == storage) derived_drop(i--);
 }
 
-void volua_cuda_derived_clear(void) {
-  while (n_derived > 0) derived_drop(n_derived - 1);
+void volua_cuda_derived_clear(void) { /* all but those the call in progress holds */
+  for (int i = n_derived - 1; i >= 0; i--)
+    if (!dcache[i].pinned) derived_drop(i);
 }
 
 int volua_cuda_derived_count(int64_t *bytes) {
