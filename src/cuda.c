@@ -20,18 +20,20 @@ int volua_cuda_poison_enabled(void) {
 /* -- prepared weights kept across calls ----
  *
  * A kernel that lays a weight tensor out anew on every call (conv3d_cl.cu: (tap, C_out, C_in),
- * rounded to TF32) can keep the result here instead: a device buffer keyed by the weight's
- * storage (id and version, src/tensor.h), its address and the kernel's recipe (the sizes and
- * strides that decide the layout). A later call with the same weights, unwritten since, finds it
- * and skips the copy (bench/NOTES.md, twenty-fourth session: 512 -> 512 of (1, 512, 4, 8, 8) took
- * 0.052 ms in "tf32" with the copy, 0.033 without). A write to the storage (fill, copy into, set)
- * bumps its version, so the old entry never matches again; freeing the storage drops its entries;
- * at most DERIVED_MAX entries and DERIVED_BYTES in all, the least recently used going first; the
- * allocator drops them all before it reports out of memory. An entry handed to the call in
- * progress is pinned until the caller releases it (volua_cuda_derived_release, or _failed), and
- * neither eviction nor that drop touches it: the launches that read it are not queued yet. The op names the weight of the call
- * it makes (volua_cuda_weight_id_set); a kernel asking for another pointer (a padded or
- * space-to-depth copy) gets no entry. Host thread only, like the ops. VOLUA_WCACHE=0: off. */
+ * rounded to TF32; tc_core.cuh's tc_prep_weights: the fragment order of conv3d_tc.cu, the fused
+ * conv3d_group_norm_mean and the transposed phases) can keep the result here instead: a device
+ * buffer keyed by the weight's storage (id and version, src/tensor.h), its address and the
+ * kernel's recipe (the sizes and strides that decide the layout). A later call with the same
+ * weights, unwritten since, finds it and skips the copy (bench/NOTES.md, twenty-fourth session:
+ * 512 -> 512 of (1, 512, 4, 8, 8) took 0.052 ms in "tf32" with the copy, 0.033 without). A write
+ * to the storage (fill, copy into, set) bumps its version, so the old entry never matches again;
+ * freeing the storage drops its entries; at most DERIVED_MAX entries and DERIVED_BYTES in all, the
+ * least recently used going first; the allocator drops them all before it reports out of memory.
+ * An entry handed to the call in progress is pinned until the caller releases it
+ * (volua_cuda_derived_release, or _failed), and neither eviction nor that drop touches it: the
+ * launches that read it are not queued yet. The op names the weight of the call it makes
+ * (volua_cuda_weight_id_set); a kernel asking for another pointer (a padded or space-to-depth
+ * copy) gets no entry. Host thread only, like the ops. VOLUA_WCACHE=0: off. */
 #define DERIVED_MAX 256
 #define DERIVED_BYTES ((int64_t)2 << 30) /* VOLUA_WCACHE_BYTES=n: another cap (for testing) */
 #define DERIVED_ENTRY_MAX ((int64_t)512 << 20)
