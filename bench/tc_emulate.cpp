@@ -36,8 +36,7 @@ extern "C" void *volua_cuda_derived(const void *, const int64_t *, int, int64_t,
   return NULL;
 }
 extern "C" void volua_cuda_derived_failed(void *) {}
-extern "C" int volua_cuda_derived_owns(const void *) { return 0; }
-extern "C" void volua_cuda_derived_release(void *) {}
+extern "C" int volua_cuda_derived_release(void *) { return 0; }
 static void ref_conv_transpose3d(const volua_conv_transpose3d_geom &g, const float *x, const float *w, const float *b,
                                  double *y);
 // conv_transpose3d.cu's gated redo: the float64 reference, where the flag is set.

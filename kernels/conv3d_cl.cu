@@ -641,12 +641,12 @@ static int cl_run(const ClJob &J, const float *x, const float *w, const float *b
   // The weights' copy is kept across calls where the op named this weight (src/cuda.c, "prepared
   // weights"): what decides its contents besides w is this recipe. Asked for last: no allocation
   // follows that could drop it before the launches below read it.
-  const int64_t recipe[7] = {J.C_out, J.C_in, Cp, taps, J.w_co, J.w_c, J.split};
+  const int64_t recipe[] = {J.C_out, J.C_in, Cp, taps, J.w_co, J.w_c, J.split};
   int wfill = 1;
   bool wkept = false;
   if (volua_cuda_malloc(reinterpret_cast<void **>(&xcl), copies * xn * 4, merr) ||
       (p.ksplit > 1 && volua_cuda_malloc(reinterpret_cast<void **>(&ws), p.ksplit * p.ysize * 4, merr)) ||
-      !((wkept = (wcl = static_cast<float *>(volua_cuda_derived(w, recipe, 7, copies * wn * 4, &wfill, merr))) != NULL) ||
+      !((wkept = (wcl = static_cast<float *>(volua_cuda_derived(w, recipe, (int)(sizeof recipe / sizeof *recipe), copies * wn * 4, &wfill, merr))) != NULL) ||
         volua_cuda_malloc(reinterpret_cast<void **>(&wcl), copies * wn * 4, merr) == 0)) {
     volua_cuda_free(xcl); // no memory for the copies: the other paths
     volua_cuda_free(ws);

@@ -110,9 +110,9 @@ void volua_cuda_free(void *p);
 void *volua_cuda_derived(const void *w, const int64_t *recipe, int nrecipe, int64_t bytes, int *fill, char *err);
 void volua_cuda_derived_failed(void *buf);
 /* A kept buffer is the caller's until it hands it back, after queueing the launches that read it:
- * volua_cuda_derived_release (it stays kept). owns: 1 where buf is a kept buffer (not to be freed). */
-void volua_cuda_derived_release(void *buf);
-int volua_cuda_derived_owns(const void *buf);
+ * volua_cuda_derived_release (it stays kept). Returns 1 where buf is a kept buffer, 0 where it is
+ * not one (then the caller frees it). */
+int volua_cuda_derived_release(void *buf);
 
 #ifdef __cplusplus
 }

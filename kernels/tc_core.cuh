@@ -1706,8 +1706,7 @@ static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **o
 // Gives back what tc_prep_weights or tc_prep_with gave, after the launches that read it are queued:
 // a kept copy stays kept (released for eviction), a scratch one is freed.
 static inline void tc_weights_free(float *w) {
-  if (volua_cuda_derived_owns(w)) volua_cuda_derived_release(w);
-  else volua_cuda_free(w);
+  if (!volua_cuda_derived_release(w)) volua_cuda_free(w);
 }
 
 // VOLUA_TC_VERBOSE=1 (read once): the plans on stderr (tc_report, conv3d_cl.cu's lines).

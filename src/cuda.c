@@ -137,27 +137,24 @@ void *volua_cuda_derived(const void *w, const int64_t *recipe, int nrecipe, int6
   return buf;
 }
 
-void volua_cuda_derived_release(void *buf) {
+/* The entry whose buffer is buf, or -1. */
+static int derived_find(const void *buf) {
+  if (!buf) return -1;
   for (int i = 0; i < n_derived; i++)
-    if (dcache[i].buf == buf && dcache[i].pinned > 0) {
-      dcache[i].pinned--;
-      return;
-    }
+    if (dcache[i].buf == buf) return i;
+  return -1;
+}
+
+int volua_cuda_derived_release(void *buf) {
+  const int i = derived_find(buf);
+  if (i < 0) return 0;
+  if (dcache[i].pinned > 0) dcache[i].pinned--;
+  return 1;
 }
 
 void volua_cuda_derived_failed(void *buf) {
-  for (int i = 0; i < n_derived; i++)
-    if (dcache[i].buf == buf) {
-      derived_drop(i);
-      return;
-    }
-}
-
-int volua_cuda_derived_owns(const void *buf) {
-  if (!buf) return 0;
-  for (int i = 0; i < n_derived; i++)
-    if (dcache[i].buf == buf) return 1;
-  return 0;
+  const int i = derived_find(buf);
+  if (i >= 0) derived_drop(i);
 }
 
 void volua_cuda_derived_forget(uint64_t storage) {
