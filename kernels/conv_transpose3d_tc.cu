@@ -178,6 +178,21 @@ TC_GLOBAL void tc_prep_phases_kernel(PhaseMap m, Params p, float *out, int64_t t
       });
 }
 
+// The every-phase weights, kept across calls (tc_prep_kept; the input scan still runs every call
+// where m asks for it). Besides the plan's sizes the preparation reads m's phase tables, which
+// phase_of derives from each dim's kernel, stride (nph, phs1, phs2), padding and dilation: those
+// stand for them in the recipe (every phase is live on this path, so the output's size does not
+// enter).
+static int tc_prep_phases(const Params &p, const PhaseMap &m, const volua_conv_transpose3d_geom *g, float **out,
+                          tc_stream s, const char *op, char *err, int64_t min_threads) {
+  const int64_t recipe[] = {2, p.ksteps, p.nchunks, p.co_blocks, p.wg, p.BN, p.E, p.taps[0], p.taps[1], p.taps[2],
+                            p.ci_chunk, p.C_in, p.C_out, p.groups, p.w_floats, p.nph, p.phs1, p.phs2,
+                            m.w_co, m.w_ci, m.w_g, m.kdim[0], m.kdim[1], m.kdim[2],
+                            g->padding[0], g->padding[1], g->padding[2], g->dilation[0], g->dilation[1], g->dilation[2]};
+  return tc_prep_kept(tc_prep_phases_kernel, p, m, m.w, recipe, (int)(sizeof recipe / sizeof *recipe),
+                      m.scan_x != NULL, min_threads, out, s, op, err);
+}
+
 extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                               const float *b, float *y, volua_math_mode math, cudaStream_t s,
                                               char *err) {
@@ -326,10 +341,10 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
           m.stamp = stamp;
         }
         float *wprep = NULL;
-        if (tc_prep_with(tc_prep_phases_kernel, p, m, &wprep, s, op, err, dense ? 0 : xn / 16)) return 1;
+        if (tc_prep_phases(p, m, g, &wprep, s, op, err, dense ? 0 : xn / 16)) return 1;
         p.wprep = wprep;
         int rc = tc_launch_phases(p, env, s, op, err);
-        volua_cuda_free(wprep);
+        tc_weights_free(wprep);
         if (rc == 0 && !dense) rc = volua_cuda_conv_transpose3d_redo(g, x, w, b, y, math, flag, stamp, s, err);
         if (rc == 0) volua_cuda_fast_note_call();
         return rc;

@@ -1676,31 +1676,41 @@ static inline int tc_prep_with(void (*kernel)(Map, Params, float *, int64_t), co
   return 0;
 }
 
-// tc_prep_kernel's weights, kept across calls where the op named m.w as its call's weight
-// (src/cuda.c, "prepared weights"; bench/NOTES.md, twenty-fourth session): the recipe is every
-// value of p and m that the preparation reads. A kept copy still needs p.done's counts zeroed: then
-// the kernel runs over no weights. Free what this gives with tc_weights_free.
-static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **out, tc_stream s, const char *op,
-                                  char *err) {
+// A preparation by kernel of the weights at w, kept across calls where the op named w as its call's
+// weight (src/cuda.c, "prepared weights"; bench/NOTES.md, twenty-fourth session): recipe holds every
+// value of p and m that the preparation reads. A kept copy still needs the kernel's other work done
+// where there is some (p.done's counts zeroed; `more`: the phase preparation's input scan): then it
+// runs over no weights. min_threads as tc_prep_launch's. Free what this gives with tc_weights_free.
+template <class Map>
+static inline int tc_prep_kept(void (*kernel)(Map, Params, float *, int64_t), const Params &p, const Map &m,
+                               const float *w, const int64_t *recipe, int nrecipe, bool more, int64_t min_threads,
+                               float **out, tc_stream s, const char *op, char *err) {
   const int64_t total = p.groups * p.co_blocks * p.nchunks * p.w_floats;
-  const int64_t recipe[] = {1, // (this layout; conv3d_cl.cu's recipes have another length)
-                            p.ksteps, p.nchunks, p.co_blocks, p.wg, p.BN, p.E, p.taps[0], p.taps[1], p.taps[2],
-                            p.ci_chunk, p.C_in, p.C_out, p.groups, p.w_floats, m.w_co, m.w_ci, m.w_g,
-                            m.kfirst[0], m.kfirst[1], m.kfirst[2], m.kstep[0], m.kstep[1], m.kstep[2],
-                            m.kdim[0], m.kdim[1], m.kdim[2]};
   int fill = 1;
   char merr[VOLUA_ERR_MAX];
-  float *kept = static_cast<float *>(volua_cuda_derived(m.w, recipe, (int)(sizeof recipe / sizeof *recipe), total * 4, &fill, merr));
-  if (!kept) return tc_prep_with(tc_prep_kernel, p, m, out, s, op, err);
+  float *kept = static_cast<float *>(volua_cuda_derived(w, recipe, nrecipe, total * 4, &fill, merr));
+  if (!kept) return tc_prep_with(kernel, p, m, out, s, op, err, min_threads);
   *out = kept;
-  if (!fill && !p.done) return 0;
-  if (tc_prep_launch(tc_prep_kernel, p, m, kept, fill ? total : 0, s, op, err, 0)) {
+  if (!fill && !p.done && !more) return 0;
+  if (tc_prep_launch(kernel, p, m, kept, fill ? total : 0, s, op, err, min_threads)) {
     if (fill) volua_cuda_derived_failed(kept);
     else volua_cuda_derived_release(kept);
     *out = NULL;
     return 1;
   }
   return 0;
+}
+
+// tc_prep_kernel's weights (WeightMap), kept (tc_prep_kept). The recipe's first value names the
+// layout (conv_transpose3d_tc.cu's every-phase weights: 2); conv3d_cl.cu's recipes have other lengths.
+static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **out, tc_stream s, const char *op,
+                                  char *err) {
+  const int64_t recipe[] = {1, p.ksteps, p.nchunks, p.co_blocks, p.wg, p.BN, p.E, p.taps[0], p.taps[1], p.taps[2],
+                            p.ci_chunk, p.C_in, p.C_out, p.groups, p.w_floats, m.w_co, m.w_ci, m.w_g,
+                            m.kfirst[0], m.kfirst[1], m.kfirst[2], m.kstep[0], m.kstep[1], m.kstep[2],
+                            m.kdim[0], m.kdim[1], m.kdim[2]};
+  return tc_prep_kept(tc_prep_kernel, p, m, m.w, recipe, (int)(sizeof recipe / sizeof *recipe), false, 0, out, s, op,
+                      err);
 }
 
 // Gives back what tc_prep_weights or tc_prep_with gave, after the launches that read it are queued:

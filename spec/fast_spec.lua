@@ -242,7 +242,7 @@ for _, mode in ipairs({"fp32", "tf32"}) do
     -- copy, set, a view's set) must retire the kept copy, another op on the same weight (another
     -- layout) must not take it, and freeing the weight must free it. A stale copy would give the
     -- old weight's answer: far outside the tolerance after each of these writes.
-    local function agrees(what, f) -- f(device) on the GPU in this math against the CPU
+    local function agrees(what, f, equal_nan) -- f(device) on the GPU in this math against the CPU
       counts.run = counts.run + 1
       local want = f("cpu")
       vol.set_math(mode)
@@ -250,7 +250,8 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       vol.set_math("fp32")
       assert.is_true(ok, what .. ": raised " .. tostring(got))
       got = got:cpu()
-      assert.is_true(vol.allclose(got, want, TOL[mode]), ("%s (math %s): not close to the CPU, max_abs_diff %s"):format(
+      local close = vol.allclose(got, want, {rtol = TOL[mode].rtol, atol = TOL[mode].atol, equal_nan = equal_nan})
+      assert.is_true(close, ("%s (math %s): not close to the CPU, max_abs_diff %s"):format(
         what, mode, tostring(vol.max_abs_diff(got, want))))
     end
     local function kept() return vol.memory_stats().prepared_weights end
@@ -336,6 +337,46 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       w:reshape({24, 3 * 105}):set(-2, 5, 40)
       agrees("conv3d after a view's set", conv(xa))
       if keeps then assert.is_true(kept() >= 1 and kept() <= n, "stale copies retired") end
+      w = nil
+      collectgarbage("collect")
+      collectgarbage("collect")
+      assert.equal(0, kept(), "the freed weight's copies went with it")
+    end)
+
+    -- conv_transpose3d_tc.cu's every-phase GEMM (strides of 2, every phase live, up to 128 columns in
+    -- both maths) keeps its layout too: a copy per plan (another padding: other phase tables),
+    -- retired by writes. Where a phase lacks a union tap (k3 s2), a zero weight meets every input:
+    -- the preparation scans the input for NaN and infinities on a kept copy's calls as well, and a
+    -- NaN must not spread to outputs it does not reach.
+    it("transposed, every phase in one GEMM: the kept weight layout follows writes, plans and NaN inputs", function()
+      local keeps = target == "cuda" and os.getenv("VOLUA_WCACHE") ~= "0" and os.getenv("VOLUA_FAST") ~= "0" and
+                    os.getenv("VOLUA_TC_PHASES") ~= "0" and os.getenv("VOLUA_TC_CL") ~= "1" and
+                    not os.getenv("VOLUA_WCACHE_BYTES")
+      local w = weight({16, 16, 3, 3, 3}, 16 * 27, SEED + 9201):to(target) -- (C_in, C_out, k): 128 columns
+      local x = input({1, 16, 3, 4, 8}, SEED + 9202):to(target)
+      local function tconv(xx, args)
+        return function(dev) return vol.conv_transpose3d(xx:to(dev), w:to(dev), nil, args) end
+      end
+      local a1, a0 = {stride = 2, padding = 1, output_padding = 1}, {stride = 2}
+      vol.empty_cache()
+      assert.equal(0, kept())
+      agrees("the first call", tconv(x, a1))
+      if keeps then assert.equal(1, kept(), "the every-phase GEMM kept its weights' layout") end
+      agrees("the second call (the kept copy)", tconv(x, a1))
+      agrees("another padding", tconv(x, a0))
+      if keeps then assert.equal(2, kept(), "a copy per padding (other phase tables)") end
+      local xs = x:clone()
+      xs:set(0 / 0, 1, 3, 2, 2, 4)
+      xs:set(math.huge, 1, 9, 1, 3, 6)
+      xs:set(-math.huge, 1, 16, 3, 4, 1)
+      agrees("NaN and infinities in the input, on the kept copy", tconv(xs, a1), true)
+      agrees("the clean input again", tconv(x, a1))
+      w:fill(0.02)
+      agrees("after w:fill", tconv(x, a1))
+      w:set(-1, 2, 3, 1, 2, 3)
+      agrees("after w:set", tconv(x, a0))
+      -- (each call after a write drops the copies of the weight's older versions and keeps its own)
+      if keeps then assert.equal(1, kept(), "stale copies retired") end
       w = nil
       collectgarbage("collect")
       collectgarbage("collect")

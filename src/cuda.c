@@ -21,7 +21,8 @@ int volua_cuda_poison_enabled(void) {
  *
  * A kernel that lays a weight tensor out anew on every call (conv3d_cl.cu: (tap, C_out, C_in),
  * rounded to TF32; tc_core.cuh's tc_prep_weights: the fragment order of conv3d_tc.cu, the fused
- * conv3d_group_norm_mean and the transposed phases) can keep the result here instead: a device
+ * conv3d_group_norm_mean and the transposed phases; conv_transpose3d_tc.cu's tc_prep_phases: all
+ * phases as one GEMM's columns) can keep the result here instead: a device
  * buffer keyed by the weight's storage (id and version, src/tensor.h), its address and the
  * kernel's recipe (the sizes and strides that decide the layout). A later call with the same
  * weights, unwritten since, finds it and skips the copy (bench/NOTES.md, twenty-fourth session:
