@@ -538,7 +538,7 @@ int main(int argc, char **argv) {
       // NaN and infinities in the input of every-phase GEMMs whose phases lack union taps (k3 s2: a
       // zero weight meets every input, so 0 x inf would be NaN where the input reaches no output):
       // the preparation's input scan stamps the flag, the gated redo (here the float64 reference)
-      // redoes the output. 128 columns (both maths), 256 and 1024 (tf32 by the rule; fp32 phase by phase)
+      // redoes the output. 64 columns (both maths), 256 and 1024 (tf32 by the rule; fp32 phase by phase)
       run_transpose(1, 16, 8, inw, k3, s, p1, op0, d, true, m, 1, 5);
       run_transpose(1, 32, 32, inw, k3, s, p1, op0, d, false, m, 1, 3);
       run_transpose(1, 16, 128, in5, k3, s, p1, op5, d, true, m, 1, 4);
