@@ -1713,8 +1713,9 @@ static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **o
                       err);
 }
 
-// Gives back what tc_prep_weights or tc_prep_with gave, after the launches that read it are queued:
-// a kept copy stays kept (released for eviction), a scratch one is freed.
+// Gives back what tc_prep_kept (tc_prep_weights, tc_prep_phases) or tc_prep_with gave, after the
+// launches that read it are queued: a kept copy stays kept (released for eviction), a scratch one
+// is freed.
 static inline void tc_weights_free(float *w) {
   if (!volua_cuda_derived_release(w)) volua_cuda_free(w);
 }
