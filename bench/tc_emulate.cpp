@@ -186,9 +186,10 @@ static volua_conv_transpose3d_geom transpose_geom(int64_t N, int64_t Ci, int64_t
 }
 
 // VOLUA_EMU_CL_ONLY=1: only the cases of the channels-last path (those run with VOLUA_TC_CL=1, in
-// both maths), for a quick check of conv3d_cl.cu
-static bool skip_case(volua_math_mode) {
-  const char *only = getenv("VOLUA_EMU_CL_ONLY"), *cl = getenv("VOLUA_TC_CL");
+// both maths), for a quick check of conv3d_cl.cu. VOLUA_EMU_GN_ONLY=1: only conv3d_group_norm_mean's.
+static bool skip_case(volua_math_mode, bool gn = false) {
+  const char *only = getenv("VOLUA_EMU_CL_ONLY"), *cl = getenv("VOLUA_TC_CL"), *gonly = getenv("VOLUA_EMU_GN_ONLY");
+  if (gonly && strcmp(gonly, "1") == 0) return !gn;
   return only && strcmp(only, "1") == 0 && !(cl && strcmp(cl, "1") == 0);
 }
 
@@ -258,25 +259,33 @@ static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3]
   compare(what, y.data(), ref.data(), ny, math == VOLUA_MATH_FP32 ? 1e-4 : 1e-2, math == VOLUA_MATH_FP32 ? 1e-5 : 1e-2);
 }
 
+// probe 1: GroupNorm's eps 1e6 and weights of +-1e4 by channel, so that the answer is linear in the
+// channels' means (the normalisation divides by about 1e3 whatever the variance): a wrong sum of v
+// shows, where GroupNorm's invariance to scale hides most errors of the plain answer. probe 2: eps
+// 1e-5 and weights of +-100: the answer is (1/C) sum w_c (mean_c - mu) / sigma amplified, so a wrong
+// sum of v * v (sigma) shows.
 static void run_gn_mean(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const int64_t in[3], const int64_t k[3],
-                        const int64_t s[3], const int64_t pd[3], const int64_t dl[3], float offset, volua_math_mode math) {
-  if (skip_case(math)) return;
+                        const int64_t s[3], const int64_t pd[3], const int64_t dl[3], float offset, volua_math_mode math,
+                        int probe = 0) {
+  if (skip_case(math, true)) return;
   volua_conv3d_gn_mean_geom g;
   memset(&g, 0, sizeof g);
   g.conv = conv3d_geom(N, Ci, Co, 1, in, k, s, pd, dl);
   const volua_conv3d_geom &c = g.conv;
   g.groups = groups;
-  g.eps = 1e-5;
+  g.eps = probe == 1 ? 1e6 : 1e-5;
   char what[256];
-  snprintf(what, sizeof what, "conv3d_gn_mean %s x(%lld,%lld,%lld,%lld,%lld)+%g co %lld groups %lld k(%lld,%lld,%lld) s%lld p%lld d%lld",
+  snprintf(what, sizeof what, "conv3d_gn_mean %s x(%lld,%lld,%lld,%lld,%lld)+%g co %lld groups %lld k(%lld,%lld,%lld) s%lld p%lld d%lld%s",
            math == VOLUA_MATH_FP32 ? "fp32" : "tf32", (long long)N, (long long)Ci, (long long)in[0], (long long)in[1],
            (long long)in[2], offset, (long long)Co, (long long)groups, (long long)k[0], (long long)k[1], (long long)k[2],
-           (long long)s[0], (long long)pd[0], (long long)dl[0]);
+           (long long)s[0], (long long)pd[0], (long long)dl[0], probe == 1 ? " probe means" : probe == 2 ? " probe sigma" : "");
   if (c.out[0] <= 0 || c.out[1] <= 0 || c.out[2] <= 0) return;
   auto x = randu(N * Ci * in[0] * in[1] * in[2], 0, 1);
   for (auto &v : x) v += offset;
   auto w = randu(Co * Ci * k[0] * k[1] * k[2], -0.3f, 0.3f);
   auto b = randu(Co, -1, 1), gw = randu(Co, -1, 1), gb = randu(Co, -1, 1);
+  if (probe)
+    for (int64_t cc = 0; cc < Co; cc++) gw[(size_t)cc] = (cc % 2 ? -1.0f : 1.0f) * (probe == 1 ? 1e4f : 1e2f) * (1.0f + gw[(size_t)cc] * gw[(size_t)cc]);
   // reference: the conv in double, then the group_norm mean exactly as PyTorch defines it
   const int64_t S = c.out[0] * c.out[1] * c.out[2];
   std::vector<double> z((size_t)(N * Co * S)), ref((size_t)N);
@@ -293,7 +302,7 @@ static void run_gn_mean(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const
       var /= (double)(cpg * S);
       for (int64_t cc = 0; cc < cpg; cc++)
         for (int64_t i = 0; i < S; i++)
-          total += (zg[cc * S + i] - mu) / sqrt(var + 1e-5) * gw[gr * cpg + cc] + gb[gr * cpg + cc];
+          total += (zg[cc * S + i] - mu) / sqrt(var + g.eps) * gw[gr * cpg + cc] + gb[gr * cpg + cc];
     }
     ref[(size_t)n] = total / (double)(Co * S);
   }
@@ -494,6 +503,24 @@ int main(int argc, char **argv) {
       const int64_t in2[3] = {4, 32, 32}; // L2-23's 30 x 30 planes: whole tiles and a partial one
       run_gn_mean(2, 3, 24, 8, in2, k, s, p, d, 0.0f, m);
       run_gn_mean(2, 3, 24, 8, in2, k, s, p, d, 50.0f, m); // whole tiles' sums at a large mean
+
+      // more shapes (planes of 9 to 64 rows, padding, kW 5 and 7, strides and dilations along D and H,
+      // K of 8 k-steps), each plain and with the two probes (run_gn_mean; L2-23's planes above, with
+      // the probes only). Mutations of the statistics epilogue's "tf32" sums, counted over all 20 plain
+      // and 28 probe cases of both maths: a row of each tile left out fails 3 plain cases and 13
+      // probes; the squares 5 % high, 1 and 6; and of both maths' bias count one short, 13 and 27.
+      const int64_t in3[3] = {4, 9, 16}, in4[3] = {3, 5, 68}, p4[3] = {0, 1, 1}, in5[3] = {4, 11, 44}, k5[3] = {3, 2, 5};
+      const int64_t in6[3] = {3, 9, 28}, k6[3] = {1, 3, 7}, p6[3] = {0, 1, 3}, in7[3] = {9, 13, 24}, s7[3] = {2, 2, 1};
+      const int64_t p7[3] = {2, 1, 1}, d7[3] = {2, 2, 1}, in8[3] = {4, 5, 12}, p8[3] = {1, 1, 1};
+      for (int probe = 0; probe < 3; probe++) {
+        if (probe) run_gn_mean(2, 3, 24, 8, in2, k, s, p, d, 0.0f, m, probe);
+        run_gn_mean(2, 3, 24, 8, in3, k, s, p, d, 0.0f, m, probe);
+        run_gn_mean(1, 2, 8, 2, in4, k, s, p4, d, 0.0f, m, probe);
+        run_gn_mean(2, 3, 12, 3, in5, k5, s, p, d, 0.0f, m, probe);
+        run_gn_mean(2, 3, 8, 1, in6, k6, s, p6, d, 20.0f, m, probe);
+        run_gn_mean(2, 3, 16, 4, in7, k, s7, p7, d7, 0.0f, m, probe);
+        run_gn_mean(1, 7, 8, 2, in8, k, s, p8, d, 0.0f, m, probe);
+      }
     }
     { // variant and chunking paths: L1-66-like rows (64 channels in two blocks of 32), C_in in chunks,
       // two channel blocks of 64, a transposed conv with two live W phases (GEMMs + fill)

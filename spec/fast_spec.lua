@@ -126,15 +126,25 @@ local function gn_case(mode, c)
   local kvol = c.k[1] * c.k[2] * c.k[3]
   local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
   if c.offset then x = x + c.offset end
+  x = sprinkle(x, c)
   local w = weight({c.cout, c.cin, c.k[1], c.k[2], c.k[3]}, c.cin * kvol, c.seed + 1)
   local b = weight({c.cout}, c.cin * kvol, c.seed + 2)
   local gw = vol.rand({c.cout}, {seed = c.seed + 3}) * 2
   local gb = vol.rand({c.cout}, {seed = c.seed + 4}) * 3 - 1.5
   local args = {stride = c.stride or 1, padding = c.padding or 0, dilation = c.dilation or 1,
                 padding_mode = c.padding_mode}
+  -- GroupNorm is blind to a scale: an error that scales a channel's values (outputs dropped, say)
+  -- hardly moves the plain answer. c.probe "means": eps 1e6 and weights +-1e4 by channel make the
+  -- answer linear in the channels' means; "sigma": weights +-100 amplify (mean_c - mu) / sigma.
+  if c.probe then
+    local signs = {}
+    for i = 1, c.cout do signs[i] = i % 2 == 1 and 1 or -1 end
+    gw = (gw * gw + 1) * vol.tensor(signs) * (c.probe == "means" and 1e4 or 1e2)
+    if c.probe == "means" then args.eps = 1e6 end
+  end
   check(mode, "conv3d_group_norm_mean " .. show(c), function(dev)
     return vol.conv3d_group_norm_mean(x:to(dev), w:to(dev), b:to(dev), c.groups, gw:to(dev), gb:to(dev), args)
-  end, c.random)
+  end, c.random, c.specials ~= nil)
 end
 
 local function triple(r, lo, hi) return {r.int(lo, hi), r.int(lo, hi), r.int(lo, hi)} end
@@ -576,6 +586,49 @@ for _, mode in ipairs({"fp32", "tf32"}) do
         local c = {n = r.int(1, 3), cin = r.int(1, 4), cout = groups * r.int(1, math.floor(32 / groups)), groups = groups,
                    k = k, stride = s, dilation = d, padding = p, seed = r.seed(), random = true}
         c.size = fit(triple(r, 2, 9), k, s, p, d)
+        gn_case(mode, c)
+      end
+    end)
+
+    -- GroupNorm is blind to a scale: a kernel that leaves a row of each tile out of its sums, or
+    -- adds its squares 5 % high, still gives a mean close to the CPU's (bench/tc_emulate.cpp's cases:
+    -- such mutations of the statistics epilogue passed most plain cases). So each shape runs plain
+    -- and with both probes (gn_case): planes of 9 to 64 rows, padding, kW 5 and 7, strides and
+    -- dilations along D and H, K of 63 taps, NaN and infinities in the input.
+    it("conv3d_group_norm_mean: shapes with probes of the channels' means and sigmas", function()
+      local cases = {
+        {n = 3, cin = 3, cout = 24, groups = 8, size = {6, 12, 32}, k = {3, 3, 3}},                 -- L2-23-like rows
+        {n = 2, cin = 3, cout = 24, groups = 8, size = {4, 9, 16}, k = {3, 3, 3}},
+        {n = 2, cin = 2, cout = 8, groups = 2, size = {3, 5, 68}, k = {3, 3, 3}, padding = {0, 1, 1}}, -- rows of 68
+        {n = 1, cin = 1, cout = 16, groups = 4, size = {4, 7, 40}, k = {2, 3, 3}, padding = {1, 0, 2}},
+        {n = 2, cin = 3, cout = 32, groups = 8, size = {5, 6, 20}, k = {3, 3, 3}, offset = 50},     -- a large mean
+        {n = 2, cin = 3, cout = 12, groups = 3, size = {4, 11, 44}, k = {3, 2, 5}},                 -- kW 5
+        {n = 1, cin = 2, cout = 24, groups = 6, size = {3, 6, 36}, k = {2, 3, 5}, padding = {0, 0, 2}},
+        {n = 2, cin = 3, cout = 8, groups = 1, size = {3, 9, 28}, k = {1, 3, 7}, padding = {0, 1, 3}}, -- kW 7
+        {n = 1, cin = 2, cout = 16, groups = 2, size = {4, 6, 64}, k = {3, 3, 7}},
+        {n = 2, cin = 3, cout = 16, groups = 4, size = {9, 13, 24}, k = {3, 3, 3}, stride = {2, 2, 1},
+         dilation = {2, 2, 1}, padding = {2, 1, 1}},                                                 -- D, H stride and dilation
+        {n = 1, cin = 7, cout = 8, groups = 2, size = {4, 5, 12}, k = {3, 3, 3}, padding = 1},      -- K 63: 8 k-steps
+        {n = 2, cin = 3, cout = 24, groups = 8, size = {4, 8, 32}, k = {3, 3, 3}, padding = 1, specials = 6},
+        {n = 1, cin = 2, cout = 16, groups = 4, size = {3, 5, 20}, k = {3, 3, 5}, padding = {1, 1, 2}, specials = 4},
+      }
+      for i, c in ipairs(cases) do
+        for _, probe in ipairs({false, "means", "sigma"}) do
+          local pc = {probe = probe or nil}
+          for key, v in pairs(c) do pc[key] = v end
+          pc.seed = SEED + 6000 + 100 * i
+          gn_case(mode, pc)
+        end
+      end
+      for trial = 1, TRIALS do
+        local r = generator(SEED * 43 + trial)
+        local groups = r.int(1, 4)
+        local k = {r.int(1, 3), r.int(1, 3), r.pick({1, 3, 5, 7})}
+        local s, d, p = triple(r, 1, 2), triple(r, 1, 2), triple(r, 0, 3)
+        local c = {n = r.int(1, 3), cin = r.int(1, 5), cout = groups * r.int(1, math.floor(32 / groups)), groups = groups,
+                   k = k, stride = s, dilation = d, padding = p, seed = r.seed(), random = true}
+        c.size = fit({r.int(2, 7), r.int(2, 12), r.int(4, 80)}, k, s, p, d)
+        c.probe = r.pick({false, "means", "sigma"}) or nil
         gn_case(mode, c)
       end
     end)
