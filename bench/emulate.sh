@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/emulate.sh [random cases per mode [seed]] | plans: builds bench/tc_emulate.cpp with g++ (no CUDA needed) and
-# runs the tensor-core fast paths on the CPU against float64 references. Takes a minute or two.
+# runs the tensor-core fast paths on the CPU against float64 references. Takes about 4 minutes.
 # VOLUA_EMU_SMS=n emulates n SMs (default 2).
 set -e
 cd "$(dirname "$0")/.."

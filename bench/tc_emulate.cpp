@@ -1,5 +1,5 @@
 // tc_emulate.cpp: runs the tensor-core fast paths (kernels/*_tc.cu) on the CPU, each block as
-// CPU threads and each warp's mma computed from its lanes' fragments (kernels/tc_prims.cuh), and
+// fibers of one CPU thread and each warp's mma computed from its lanes' fragments (kernels/tc_prims.cuh), and
 // compares them with float64 references on small random shapes. It checks the index arithmetic,
 // fragment layouts, staging, pipelining and epilogues without a GPU; not the GPU's rounding, races
 // or speed. Build and run: bench/emulate.sh [random cases per math mode [seed]] (g++ only, no CUDA);

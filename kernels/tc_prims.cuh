@@ -1,7 +1,7 @@
 // tc_prims.cuh: the few machine primitives the tensor-core convolutions (tc_core.cuh) use: TF32
 // rounding, mma.sync m16n8k8, wgmma, cp.async, TMA tensor loads and their mbarriers, barriers, warp
 // shuffles, fences and atomics, memsets and launches. Compiled for the GPU,
-// or, with VOLUA_TC_EMULATE, for the host, where each block runs as CPU threads and a warp's mma is
+// or, with VOLUA_TC_EMULATE, for the host, where each block runs as fibers of one CPU thread and a warp's mma is
 // computed from its lanes' fragments: bench/tc_emulate.cpp checks the index arithmetic without a GPU.
 #ifndef VOLUA_KERNELS_TC_PRIMS_CUH
 #define VOLUA_KERNELS_TC_PRIMS_CUH
@@ -295,12 +295,13 @@ static inline cudaError_t tc_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 bl
 // -- on the host, for bench/tc_emulate.cpp ----
 
 #include <atomic>
-#include <barrier>
 #include <cmath>
 #include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
+#include <sys/mman.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
 
 struct tc_dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -309,32 +310,208 @@ struct tc_dim3 {
 };
 typedef void *tc_stream;
 
+// A block's threads are fibers of one CPU thread, switched only where they wait: at a barrier, a
+// warp's exchange (mma, shuffle, vote) or an mbarrier. A switch saves the callee-saved registers
+// and the stack pointer (x86-64: a few instructions, no system call; elsewhere: ucontext). A CPU
+// thread per GPU thread, with std::barrier, spent most of its time in the kernel's futex calls: one
+// case that took 162 s takes 12 s this way. Waiting fibers resume round robin, forwards on even
+// blocks and backwards on odd ones, so that a missing barrier has two orders in which to show.
+struct tc_emu_barrier;
+struct tc_emu_named;
+struct tc_emu_warp;
+struct tc_emu_thread {
+  tc_dim3 tid, bid, bdim, gdim;
+  unsigned char *smem;
+  tc_emu_barrier *block_bar;
+  tc_emu_named *named;
+  tc_emu_warp *warp;
+};
+#if defined(__x86_64__)
+extern "C" void tc_emu_switch(void **save_sp, void *to_sp);
+asm(R"(
+  .text
+  .p2align 4
+  .type tc_emu_switch, @function
+tc_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size tc_emu_switch, .-tc_emu_switch
+)");
+#endif
+
+struct tc_emu_fiber {
+#if defined(__x86_64__)
+  void *sp = nullptr;
+#else
+  ucontext_t uc;
+#endif
+  unsigned char *stack = nullptr;
+  bool done = false;
+  tc_emu_thread ctx; // its tc_emu while another fiber runs
+};
+
+struct tc_emu_sched_t {
+  static constexpr size_t STACK = 256 * 1024;
+  std::vector<tc_emu_fiber> f;
+  int n = 0, cur = -1, live = 0, dir = 1;
+  uint64_t progress = 0, idle = 0; // arrivals seen; yields since the last one (a deadlock shows as many)
+  const std::function<void(int)> *body = nullptr;
+#if defined(__x86_64__)
+  void *main_sp = nullptr;
+#else
+  ucontext_t main_uc;
+#endif
+  ~tc_emu_sched_t() {
+    for (auto &x : f)
+      if (x.stack) munmap(x.stack, STACK + 4096);
+  }
+};
+inline tc_emu_sched_t tc_emu_sched;
+
+extern thread_local tc_emu_thread tc_emu;
+static inline void tc_emu_enter(int j);
+static void tc_emu_fiber_main() {
+  tc_emu_sched_t &S = tc_emu_sched;
+  (*S.body)(S.cur);
+  S.f[(size_t)S.cur].done = true;
+  S.live--;
+  S.progress++;
+  tc_emu_enter(-1); // never returns
+  abort();
+}
+#if !defined(__x86_64__)
+static void tc_emu_fiber_main_uc() { tc_emu_fiber_main(); }
+#endif
+
+// Leaves the running fiber (or the scheduler, cur -1) for fiber j, or for the scheduler when j is
+// -1 and no fiber is left; picks the next live fiber round robin when j is -1.
+static inline void tc_emu_enter(int j) {
+  tc_emu_sched_t &S = tc_emu_sched;
+  const int from = S.cur;
+  if (j < 0 && S.live > 0) {
+    j = from;
+    do j = (j + S.dir + S.n) % S.n;
+    while (S.f[(size_t)j].done);
+  }
+  if (j == from) return;
+  S.cur = j;
+  if (from >= 0) S.f[(size_t)from].ctx = tc_emu;
+#if defined(__x86_64__)
+  void **save = from < 0 ? &S.main_sp : &S.f[(size_t)from].sp;
+  tc_emu_switch(save, j < 0 ? S.main_sp : S.f[(size_t)j].sp);
+#else
+  ucontext_t *save = from < 0 ? &S.main_uc : &S.f[(size_t)from].uc;
+  swapcontext(save, j < 0 ? &S.main_uc : &S.f[(size_t)j].uc);
+#endif
+  if (from >= 0) tc_emu = S.f[(size_t)from].ctx; // resumed
+}
+
+// A waiting fiber lets the others run.
+static inline void tc_emu_yield() {
+  tc_emu_sched_t &S = tc_emu_sched;
+  if (++S.idle > (uint64_t)(S.n + 1) * 64u) { // every live fiber looked twice and more
+    fprintf(stderr, "emulate: every thread of the block waits (a deadlock)\n");
+    abort();
+  }
+  tc_emu_enter(-1);
+}
+static inline void tc_emu_progress() { tc_emu_sched.progress++, tc_emu_sched.idle = 0; }
+
+// Runs body(t) for t in [0, n) as fibers until all have returned.
+static void tc_emu_run_fibers(int n, int dir, const std::function<void(int)> &body) {
+  tc_emu_sched_t &S = tc_emu_sched;
+  while ((int)S.f.size() < n) {
+    tc_emu_fiber x;
+    void *m = mmap(nullptr, tc_emu_sched_t::STACK + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      fprintf(stderr, "emulate: no memory for a fiber's stack\n");
+      abort();
+    }
+    mprotect(m, 4096, PROT_NONE); // a guard page below the stack
+    x.stack = static_cast<unsigned char *>(m);
+    S.f.push_back(x);
+  }
+  S.n = n, S.live = n, S.dir = dir, S.body = &body, S.idle = 0;
+  for (int t = 0; t < n; t++) {
+    tc_emu_fiber &x = S.f[(size_t)t];
+    x.done = false;
+#if defined(__x86_64__)
+    // the initial stack as tc_emu_switch leaves it: mxcsr and x87 control word, six registers, the
+    // entry as return address and a slot that keeps the entry's stack 16-byte aligned as the ABI says
+    uint64_t *top = reinterpret_cast<uint64_t *>(x.stack + 4096 + tc_emu_sched_t::STACK);
+    uint64_t *sp = top - 9;
+    uint32_t csr;
+    uint16_t cw;
+    asm volatile("stmxcsr %0" : "=m"(csr));
+    asm volatile("fnstcw %0" : "=m"(cw));
+    sp[0] = (uint64_t)csr | (uint64_t)cw << 32;
+    for (int r = 1; r <= 6; r++) sp[r] = 0;
+    sp[7] = (uint64_t)(uintptr_t)&tc_emu_fiber_main;
+    sp[8] = 0;
+    x.sp = sp;
+#else
+    getcontext(&x.uc);
+    x.uc.uc_stack.ss_sp = x.stack + 4096;
+    x.uc.uc_stack.ss_size = tc_emu_sched_t::STACK;
+    x.uc.uc_link = nullptr;
+    makecontext(&x.uc, tc_emu_fiber_main_uc, 0);
+#endif
+  }
+  tc_emu_enter(dir > 0 ? 0 : n - 1);
+  S.cur = -1;
+}
+
+// A barrier of `count` fibers: the last arrival opens it.
+struct tc_emu_barrier {
+  int count, arrived = 0;
+  unsigned gen = 0;
+  explicit tc_emu_barrier(int c) : count(c) {}
+  void arrive() {
+    tc_emu_progress();
+    if (++arrived == count) arrived = 0, gen++;
+  }
+  void arrive_and_wait() {
+    const unsigned g = gen;
+    arrive();
+    while (gen == g) tc_emu_yield();
+  }
+};
+
 // One warp's exchange area: every lane posts its fragments, then each computes its own outputs.
 struct tc_emu_warp {
   uint32_t a[32][4], b[32][2];
   float c[32][4];
   double d[32];
-  std::barrier<> *bar;
+  tc_emu_barrier *bar;
 };
 
 // A block's named barriers, made at their first use with that use's count.
 struct tc_emu_named {
-  std::mutex m;
-  std::barrier<> *bar[16] = {};
-  std::atomic<int> any{0}; // tc_sync_or's
+  tc_emu_barrier *bar[16] = {};
+  int any = 0; // tc_sync_or's
   ~tc_emu_named() {
     for (auto *b : bar) delete b;
   }
 };
-
-struct tc_emu_thread {
-  tc_dim3 tid, bid, bdim, gdim;
-  unsigned char *smem;
-  std::barrier<> *block_bar;
-  tc_emu_named *named;
-  tc_emu_warp *warp;
-};
-extern thread_local tc_emu_thread tc_emu;
 
 #define threadIdx (tc_emu.tid)
 #define blockIdx (tc_emu.bid)
@@ -454,22 +631,21 @@ static inline float tc_ld_l2f(const float *p) { return *p; }
 // thread 0 clears the flag before it reaches the next call's first barrier)
 static inline int tc_sync_or(int v) {
   tc_emu.block_bar->arrive_and_wait();
-  if (v) tc_emu.named->any.store(1);
+  if (v) tc_emu.named->any = 1;
   tc_emu.block_bar->arrive_and_wait();
-  const int r = tc_emu.named->any.load();
+  const int r = tc_emu.named->any;
   tc_emu.block_bar->arrive_and_wait();
-  if (tc_emu.tid.x == 0) tc_emu.named->any.store(0);
+  if (tc_emu.tid.x == 0) tc_emu.named->any = 0;
   return r;
 }
 
-static inline std::barrier<> *tc_emu_bar(int id, int count) {
+static inline tc_emu_barrier *tc_emu_bar(int id, int count) {
   tc_emu_named *nb = tc_emu.named;
-  std::lock_guard<std::mutex> lock(nb->m);
-  if (!nb->bar[id]) nb->bar[id] = new std::barrier<>((std::ptrdiff_t)count);
+  if (!nb->bar[id]) nb->bar[id] = new tc_emu_barrier(count);
   return nb->bar[id];
 }
 static inline void tc_bar_sync(int id, int count) { tc_emu_bar(id, count)->arrive_and_wait(); }
-static inline void tc_bar_arrive(int id, int count) { (void)tc_emu_bar(id, count)->arrive(); }
+static inline void tc_bar_arrive(int id, int count) { tc_emu_bar(id, count)->arrive(); }
 
 // TMA, emulated: the issuing thread copies at once (a box: zeros outside the tensor). A barrier
 // word holds its completed phases (bits 0-15), its arrival count (16-23), the arrivals still
@@ -488,9 +664,8 @@ struct tc_tmap {
 static inline unsigned tc_smem_addr(const void *p) { return (unsigned)(static_cast<const unsigned char *>(p) - tc_emu.smem); }
 // The 128-byte swizzle of a shared-memory byte address: chunk (bits 4-6) ^= row within the 1024-byte group (bits 7-9).
 static inline unsigned tc_emu_swz(unsigned a) { return a ^ (((a >> 7) & 7u) << 4); }
-static std::mutex tc_emu_mbar_mutex;
 static inline void tc_emu_mbar_update(uint64_t *bar, int arrivals, int64_t bytes) {
-  std::lock_guard<std::mutex> lock(tc_emu_mbar_mutex);
+  tc_emu_progress();
   uint64_t v = std::atomic_ref<uint64_t>(*bar).load();
   uint64_t phase = v & 0xffffu, count = (v >> 16) & 0xffu, missing = (v >> 24) & 0xffu;
   int64_t tx = (int32_t)(uint32_t)(v >> 32);
@@ -508,7 +683,7 @@ static inline void tc_mbar_expect_tx(uint64_t *bar, unsigned bytes) { tc_emu_mba
 static inline void tc_mbar_arrive(uint64_t *bar) { tc_emu_mbar_update(bar, 1, 0); }
 static inline void tc_emu_tx_done(uint64_t *bar, unsigned bytes) { tc_emu_mbar_update(bar, 0, -(int64_t)bytes); }
 static inline void tc_mbar_wait(uint64_t *bar, int parity) {
-  while ((int)(std::atomic_ref<uint64_t>(*bar).load() & 1) == parity) std::this_thread::yield();
+  while ((int)(std::atomic_ref<uint64_t>(*bar).load() & 1) == parity) tc_emu_yield();
 }
 static inline void tc_tma_load5(void *dst, const tc_tmap *m, int c0, int c1, int c2, int c3, int c4, uint64_t *bar) {
   const int c[5] = {c0, c1, c2, c3, c4};
@@ -585,7 +760,7 @@ static inline int tc_memset_async(void *p, int v, size_t n, tc_stream) {
   return 0;
 }
 
-// Runs kernel(args...) on grid x block CPU threads, one block after another; nothing where
+// Runs kernel(args...) on grid x block fibers, one block after another; nothing where
 // tc_emu_plan_only (bench/tc_emulate.cpp's `plans`: the host's plan and its report line only).
 inline bool tc_emu_plan_only = false;
 template <class... P, class... A>
@@ -593,36 +768,33 @@ static void tc_emu_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, siz
   if (tc_emu_plan_only) return;
   const unsigned nthreads = block.x;
   std::vector<unsigned char> mem(smem + 16);
+  uint64_t nblock = 0;
   for (unsigned bz = 0; bz < grid.z; bz++)
-  for (unsigned by = 0; by < grid.y; by++)
-    for (unsigned bx = 0; bx < grid.x; bx++) {
-      // fresh shared memory per block, poisoned so that a read of unwritten memory shows
-      memset(mem.data(), 0xff, mem.size());
-      std::barrier<> block_bar((std::ptrdiff_t)nthreads);
-      tc_emu_named named;
-      const unsigned nwarps = (nthreads + 31) / 32;
-      std::vector<tc_emu_warp> warps(nwarps);
-      std::vector<std::barrier<> *> wbars;
-      for (unsigned w = 0; w < nwarps; w++) {
-        wbars.push_back(new std::barrier<>((std::ptrdiff_t)(nthreads - w * 32 < 32 ? nthreads - w * 32 : 32)));
-        warps[w].bar = wbars.back();
-      }
-      std::vector<std::thread> threads;
-      for (unsigned t = 0; t < nthreads; t++)
-        threads.emplace_back([&, t]() {
-          tc_emu.tid = tc_dim3(t);
+    for (unsigned by = 0; by < grid.y; by++)
+      for (unsigned bx = 0; bx < grid.x; bx++, nblock++) {
+        // fresh shared memory per block, poisoned so that a read of unwritten memory shows
+        memset(mem.data(), 0xff, mem.size());
+        tc_emu_barrier block_bar((int)nthreads);
+        tc_emu_named named;
+        const unsigned nwarps = (nthreads + 31) / 32;
+        std::vector<tc_emu_warp> warps(nwarps);
+        std::vector<tc_emu_barrier> wbars;
+        wbars.reserve(nwarps);
+        for (unsigned w = 0; w < nwarps; w++) wbars.emplace_back((int)(nthreads - w * 32 < 32 ? nthreads - w * 32 : 32));
+        for (unsigned w = 0; w < nwarps; w++) warps[w].bar = &wbars[w];
+        const std::function<void(int)> body = [&](int t) {
+          tc_emu.tid = tc_dim3((unsigned)t);
           tc_emu.bid = tc_dim3(bx, by, bz);
           tc_emu.bdim = block;
           tc_emu.gdim = grid;
           tc_emu.smem = mem.data();
           tc_emu.block_bar = &block_bar;
           tc_emu.named = &named;
-          tc_emu.warp = &warps[t / 32];
+          tc_emu.warp = &warps[(unsigned)t / 32];
           kernel(args...);
-        });
-      for (auto &th : threads) th.join();
-      for (auto *b : wbars) delete b;
-    }
+        };
+        tc_emu_run_fibers((int)nthreads, nblock % 2 ? -1 : 1, body);
+      }
 }
 #define TC_LAUNCH(kernel, grid, block, smem, stream, ...) \
   tc_emu_launch(kernel, tc_dim3(grid), tc_dim3(block), (size_t)(smem), __VA_ARGS__)
