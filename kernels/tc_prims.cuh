@@ -299,7 +299,10 @@ static inline cudaError_t tc_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 bl
 #include <functional>
 #include <vector>
 #include <sys/mman.h>
-#if !defined(__x86_64__)
+#if defined(__x86_64__) && !defined(TC_EMU_UCONTEXT) // (-DTC_EMU_UCONTEXT tries the other way)
+#define TC_EMU_SWITCH_ASM 1
+#else
+#define TC_EMU_SWITCH_ASM 0
 #include <ucontext.h>
 #endif
 
@@ -326,7 +329,7 @@ struct tc_emu_thread {
   tc_emu_named *named;
   tc_emu_warp *warp;
 };
-#if defined(__x86_64__)
+#if TC_EMU_SWITCH_ASM
 extern "C" void tc_emu_switch(void **save_sp, void *to_sp);
 asm(R"(
   .text
@@ -359,7 +362,7 @@ tc_emu_switch:
 #endif
 
 struct tc_emu_fiber {
-#if defined(__x86_64__)
+#if TC_EMU_SWITCH_ASM
   void *sp = nullptr;
 #else
   ucontext_t uc;
@@ -375,7 +378,7 @@ struct tc_emu_sched_t {
   int n = 0, cur = -1, live = 0, dir = 1;
   uint64_t progress = 0, idle = 0; // arrivals seen; yields since the last one (a deadlock shows as many)
   const std::function<void(int)> *body = nullptr;
-#if defined(__x86_64__)
+#if TC_EMU_SWITCH_ASM
   void *main_sp = nullptr;
 #else
   ucontext_t main_uc;
@@ -398,7 +401,7 @@ static void tc_emu_fiber_main() {
   tc_emu_enter(-1); // never returns
   abort();
 }
-#if !defined(__x86_64__)
+#if !TC_EMU_SWITCH_ASM
 static void tc_emu_fiber_main_uc() { tc_emu_fiber_main(); }
 #endif
 
@@ -415,7 +418,7 @@ static inline void tc_emu_enter(int j) {
   if (j == from) return;
   S.cur = j;
   if (from >= 0) S.f[(size_t)from].ctx = tc_emu;
-#if defined(__x86_64__)
+#if TC_EMU_SWITCH_ASM
   void **save = from < 0 ? &S.main_sp : &S.f[(size_t)from].sp;
   tc_emu_switch(save, j < 0 ? S.main_sp : S.f[(size_t)j].sp);
 #else
@@ -454,7 +457,7 @@ static void tc_emu_run_fibers(int n, int dir, const std::function<void(int)> &bo
   for (int t = 0; t < n; t++) {
     tc_emu_fiber &x = S.f[(size_t)t];
     x.done = false;
-#if defined(__x86_64__)
+#if TC_EMU_SWITCH_ASM
     // the initial stack as tc_emu_switch leaves it: mxcsr and x87 control word, six registers, the
     // entry as return address and a slot that keeps the entry's stack 16-byte aligned as the ABI says
     uint64_t *top = reinterpret_cast<uint64_t *>(x.stack + 4096 + tc_emu_sched_t::STACK);
