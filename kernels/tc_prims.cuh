@@ -376,7 +376,7 @@ struct tc_emu_sched_t {
   static constexpr size_t STACK = 256 * 1024;
   std::vector<tc_emu_fiber> f;
   int n = 0, cur = -1, live = 0, dir = 1;
-  uint64_t progress = 0, idle = 0; // arrivals seen; yields since the last one (a deadlock shows as many)
+  uint64_t idle = 0; // yields since the last arrival or exit (a deadlock shows as many)
   const std::function<void(int)> *body = nullptr;
 #if TC_EMU_SWITCH_ASM
   void *main_sp = nullptr;
@@ -397,7 +397,7 @@ static void tc_emu_fiber_main() {
   (*S.body)(S.cur);
   S.f[(size_t)S.cur].done = true;
   S.live--;
-  S.progress++;
+  S.idle = 0;
   tc_emu_enter(-1); // never returns
   abort();
 }
@@ -431,13 +431,13 @@ static inline void tc_emu_enter(int j) {
 // A waiting fiber lets the others run.
 static inline void tc_emu_yield() {
   tc_emu_sched_t &S = tc_emu_sched;
-  if (++S.idle > (uint64_t)(S.n + 1) * 64u) { // every live fiber looked twice and more
+  if (++S.idle > (uint64_t)(S.n + 1) * 64u) { // every live fiber has found its wait unmet 64 times
     fprintf(stderr, "emulate: every thread of the block waits (a deadlock)\n");
     abort();
   }
   tc_emu_enter(-1);
 }
-static inline void tc_emu_progress() { tc_emu_sched.progress++, tc_emu_sched.idle = 0; }
+static inline void tc_emu_progress() { tc_emu_sched.idle = 0; }
 
 // Runs body(t) for t in [0, n) as fibers until all have returned.
 static void tc_emu_run_fibers(int n, int dir, const std::function<void(int)> &body) {
