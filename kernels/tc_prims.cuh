@@ -373,7 +373,7 @@ struct tc_emu_fiber {
 };
 
 struct tc_emu_sched_t {
-  static constexpr size_t STACK = 256 * 1024;
+  static constexpr size_t STACK = 256 * 1024, GUARD = 4096; // a fiber's stack, above a page no one may touch
   std::vector<tc_emu_fiber> f;
   int n = 0, cur = -1, live = 0, dir = 1;
   uint64_t idle = 0; // yields since the last arrival or exit (a deadlock shows as many)
@@ -385,19 +385,21 @@ struct tc_emu_sched_t {
 #endif
   ~tc_emu_sched_t() {
     for (auto &x : f)
-      if (x.stack) munmap(x.stack, STACK + 4096);
+      if (x.stack) munmap(x.stack, GUARD + STACK);
   }
 };
 inline tc_emu_sched_t tc_emu_sched;
 
 extern thread_local tc_emu_thread tc_emu;
 static inline void tc_emu_enter(int j);
+// An arrival (or an exit): the deadlock check's count of fruitless yields starts again.
+static inline void tc_emu_progress() { tc_emu_sched.idle = 0; }
 static void tc_emu_fiber_main() {
   tc_emu_sched_t &S = tc_emu_sched;
   (*S.body)(S.cur);
   S.f[(size_t)S.cur].done = true;
   S.live--;
-  S.idle = 0;
+  tc_emu_progress();
   tc_emu_enter(-1); // never returns
   abort();
 }
@@ -437,19 +439,18 @@ static inline void tc_emu_yield() {
   }
   tc_emu_enter(-1);
 }
-static inline void tc_emu_progress() { tc_emu_sched.idle = 0; }
 
 // Runs body(t) for t in [0, n) as fibers until all have returned.
 static void tc_emu_run_fibers(int n, int dir, const std::function<void(int)> &body) {
   tc_emu_sched_t &S = tc_emu_sched;
   while ((int)S.f.size() < n) {
     tc_emu_fiber x;
-    void *m = mmap(nullptr, tc_emu_sched_t::STACK + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m = mmap(nullptr, tc_emu_sched_t::GUARD + tc_emu_sched_t::STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
       fprintf(stderr, "emulate: no memory for a fiber's stack\n");
       abort();
     }
-    mprotect(m, 4096, PROT_NONE); // a guard page below the stack
+    mprotect(m, tc_emu_sched_t::GUARD, PROT_NONE);
     x.stack = static_cast<unsigned char *>(m);
     S.f.push_back(x);
   }
@@ -460,7 +461,7 @@ static void tc_emu_run_fibers(int n, int dir, const std::function<void(int)> &bo
 #if TC_EMU_SWITCH_ASM
     // the initial stack as tc_emu_switch leaves it: mxcsr and x87 control word, six registers, the
     // entry as return address and a slot that keeps the entry's stack 16-byte aligned as the ABI says
-    uint64_t *top = reinterpret_cast<uint64_t *>(x.stack + 4096 + tc_emu_sched_t::STACK);
+    uint64_t *top = reinterpret_cast<uint64_t *>(x.stack + tc_emu_sched_t::GUARD + tc_emu_sched_t::STACK);
     uint64_t *sp = top - 9;
     uint32_t csr;
     uint16_t cw;
@@ -473,7 +474,7 @@ static void tc_emu_run_fibers(int n, int dir, const std::function<void(int)> &bo
     x.sp = sp;
 #else
     getcontext(&x.uc);
-    x.uc.uc_stack.ss_sp = x.stack + 4096;
+    x.uc.uc_stack.ss_sp = x.stack + tc_emu_sched_t::GUARD;
     x.uc.uc_stack.ss_size = tc_emu_sched_t::STACK;
     x.uc.uc_link = nullptr;
     makecontext(&x.uc, tc_emu_fiber_main_uc, 0);
