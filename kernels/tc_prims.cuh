@@ -403,9 +403,6 @@ static void tc_emu_fiber_main() {
   tc_emu_enter(-1); // never returns
   abort();
 }
-#if !TC_EMU_SWITCH_ASM
-static void tc_emu_fiber_main_uc() { tc_emu_fiber_main(); }
-#endif
 
 // Leaves the running fiber (or the scheduler, cur -1) for fiber j, or for the scheduler when j is
 // -1 and no fiber is left; picks the next live fiber round robin when j is -1.
@@ -477,7 +474,7 @@ static void tc_emu_run_fibers(int n, int dir, const std::function<void(int)> &bo
     x.uc.uc_stack.ss_sp = x.stack + tc_emu_sched_t::GUARD;
     x.uc.uc_stack.ss_size = tc_emu_sched_t::STACK;
     x.uc.uc_link = nullptr;
-    makecontext(&x.uc, tc_emu_fiber_main_uc, 0);
+    makecontext(&x.uc, tc_emu_fiber_main, 0);
 #endif
   }
   tc_emu_enter(dir > 0 ? 0 : n - 1);
