@@ -468,6 +468,35 @@ static void check_tc_div(void) {
   if (bad) failures++;
 }
 
+// conv3d_tc.cu's W-interleaved plan (tc_plan_kw: math "tf32", kW 7, W stride and dilation 1): the
+// benchmark shapes reduced (L1-60's 58 columns, L1-66's 122), channel counts that leave a block's
+// channels partly empty or make several blocks, bias, padding along W of 4, strides, dilations and
+// padding along D and H, K' of one k-step and of several, rows of 2 columns (one pair a row), and
+// enough tiles that each block walks both patch buffers several times; L1-60's planes, where the
+// rule takes two teams. Both maths (math "fp32" does not take the plan: the same cases through the
+// plain kernels). VOLUA_TC_KW_TEAMS=1 or 2 forces one or two teams wherever they fit.
+static void kw_cases(void) {
+  const volua_math_mode modes[2] = {VOLUA_MATH_TF32, VOLUA_MATH_FP32};
+  for (volua_math_mode m : modes) {
+    const int64_t s1[3] = {1, 1, 1}, p0[3] = {0, 0, 0}, d1[3] = {1, 1, 1}, k[3] = {3, 5, 7};
+    const int64_t in1[3] = {5, 12, 64}, in2[3] = {3, 9, 128}, in3[3] = {4, 7, 24}, in4[3] = {6, 11, 16};
+    run_conv3d(2, 3, 64, in1, k, s1, p0, d1, false, m); // L1-60-like: Q2 58
+    const int64_t in0[3] = {3, 64, 64};
+    run_conv3d(1, 3, 64, in0, k, s1, p0, d1, true, m); // L1-60's planes: two teams (900 pairs a plane)
+    run_conv3d(1, 3, 64, in2, k, s1, p0, d1, true, m);  // L1-66-like: Q2 122
+    run_conv3d(2, 5, 40, in3, k, s1, p0, d1, true, m);  // 40 channels: a block partly empty
+    run_conv3d(1, 2, 130, in3, k, s1, p0, d1, true, m); // three channel blocks
+    const int64_t p4[3] = {1, 2, 4}, s2[3] = {2, 2, 1}, d2[3] = {2, 2, 1};
+    run_conv3d(2, 3, 64, in4, k, s1, p4, d1, true, m);  // padding, W's a multiple of 4
+    run_conv3d(1, 3, 64, in4, k, s2, p4, d1, false, m); // strides along D and H
+    run_conv3d(1, 4, 64, in4, k, s1, p4, d2, true, m);  // dilations along D and H
+    const int64_t k1[3] = {1, 1, 7}, in5[3] = {3, 40, 8};
+    run_conv3d(2, 1, 64, in5, k1, s1, p0, d1, true, m); // K' one k-step; rows of 2 columns
+    const int64_t in6[3] = {2, 70, 12}, k2[3] = {1, 3, 7};
+    run_conv3d(3, 9, 48, in6, k2, s1, p0, d1, false, m); // K' 27: 4 k-steps; 6 columns (c4 2, a pair past Q2)
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "plans") == 0) {
     plans();
@@ -483,6 +512,13 @@ int main(int argc, char **argv) {
   if (argc > 2) rng.seed((uint64_t)atoll(argv[2])); // a second argument: the seed of the random cases
   check_tc_div();
   const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};
+  // VOLUA_EMU_KW_ONLY=1: only the cases of conv3d_tc.cu's W-interleaved plan (math "tf32", kW 7)
+  if (getenv("VOLUA_EMU_KW_ONLY")) {
+    kw_cases();
+    printf("%s: %d failure(s)\n", failures ? "FAILED" : "ok", failures);
+    return failures != 0;
+  }
+  kw_cases();
   for (volua_math_mode m : modes) {
     { // the benchmark shapes, reduced
       const int64_t in[3] = {5, 9, 70}, k[3] = {3, 5, 7}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};

@@ -154,6 +154,11 @@ struct Params {
   float *ksws;
   int64_t ndone;
   int ksplit;
+  // The W-interleaved plan (conv3d_tc.cu, tc_kw_kernel; kwil 4, else 0): a tile's four m64 tiles
+  // hold the columns 4c + i (i = 0..3) of the same (row, c) pairs, K is (kw, input channel, kd, kh)
+  // with kks k-steps per kw, and c4 = ceil(Q2 / 4) pairs per output row (div_c4 divides by it).
+  int kwil, kks, c4;
+  TcDiv div_c4;
 };
 
 // -- device side ----
@@ -1266,6 +1271,14 @@ TC_DEVICE void tc_prep_in_step(const Params &p, int j, int &e, int &kin, int &ni
 // p.taps), or false where it pads K or C_in. 32-bit: a chunk's prepared weights fit in shared memory,
 // so its K indices are small. Shared by both preparations' offset tables.
 TC_DEVICE bool tc_prep_k(const Params &p, const PrepStep &st, int kin, int64_t *ci, int64_t u[3]) {
+  if (p.kwil) { // the W-interleaved plan: step kw * kks + s holds taps kw of K' = (ci, kd, kh), one chunk
+    const uint32_t kw = (uint32_t)st.s / (uint32_t)p.kks, k = ((uint32_t)st.s - kw * (uint32_t)p.kks) * 8u + (uint32_t)kin;
+    const uint32_t t01 = (uint32_t)(p.taps[0] * p.taps[1]), cil = k / t01, tap = k - cil * t01;
+    *ci = cil;
+    if (*ci >= p.C_in) return false;
+    u[0] = tap / (uint32_t)p.taps[1], u[1] = tap % (uint32_t)p.taps[1], u[2] = kw;
+    return true;
+  }
   const uint32_t tv = (uint32_t)(p.taps[0] * p.taps[1] * p.taps[2]), t12 = (uint32_t)(p.taps[1] * p.taps[2]);
   const uint32_t k = (uint32_t)st.s * 8u + (uint32_t)kin, cil = k / tv, tap = k - cil * tv;
   *ci = (int64_t)st.c * p.ci_chunk + cil;
@@ -1705,7 +1718,7 @@ static inline int tc_prep_kept(void (*kernel)(Map, Params, float *, int64_t), co
 // layout (conv_transpose3d_tc.cu's every-phase weights: 2); conv3d_cl.cu's recipes have other lengths.
 static inline int tc_prep_weights(const Params &p, const WeightMap &m, float **out, tc_stream s, const char *op,
                                   char *err) {
-  const int64_t recipe[] = {1, p.ksteps, p.nchunks, p.co_blocks, p.wg, p.BN, p.E, p.taps[0], p.taps[1], p.taps[2],
+  const int64_t recipe[] = {p.kwil ? 3 : 1, p.ksteps, p.nchunks, p.co_blocks, p.wg, p.BN, p.E, p.taps[0], p.taps[1], p.taps[2],
                             p.ci_chunk, p.C_in, p.C_out, p.groups, p.w_floats, m.w_co, m.w_ci, m.w_g,
                             m.kfirst[0], m.kfirst[1], m.kfirst[2], m.kstep[0], m.kstep[1], m.kstep[2],
                             m.kdim[0], m.kdim[1], m.kdim[2]};

@@ -93,13 +93,15 @@ if [ "$what" = all ] || [ "$what" = specs ]; then
   # conv3d_pointwise.cu, and there with C_in in 3 parts, all it can on its TMA kernel (and with C_in in
   # 3 parts), none on it; strided convolutions by space-to-depth; transposed convolutions phase by
   # phase, each with K in 3 parts; kept weight layouts under a 1-byte cap: every new one evicts all
-  # but those the call in progress holds)
+  # but those the call in progress holds; conv3d_tc.cu's W-interleaved plan with one team, two teams,
+  # and off)
   for v in "VOLUA_TC_WGMMA=0" "VOLUA_TC_CL=1" "VOLUA_TC_CL=1 VOLUA_TC_CL_BM=256" "VOLUA_TC_CL=1 VOLUA_TC_CL_BN=160" \
     "VOLUA_TC_CL=1 VOLUA_TC_CL_BN=224" \
     "VOLUA_TC_CL=1 VOLUA_TC_KSPLIT=3" "VOLUA_TC_CL=1 VOLUA_TC_KSPLIT=16" "VOLUA_TC_PDL=0 VOLUA_TC_CL_PDL=0" \
     "VOLUA_PW=0" "VOLUA_PW=1" "VOLUA_PW=1 VOLUA_PW_KSPLIT=3" "VOLUA_PW=1 VOLUA_PW_TMA=2" \
     "VOLUA_PW=1 VOLUA_PW_TMA=2 VOLUA_PW_KSPLIT=3" "VOLUA_PW_TMA=0" "VOLUA_S2D=1" \
-    "VOLUA_TC_PHASES=0 VOLUA_TC_WPAIR=0 VOLUA_TC_KSPLIT=3" "VOLUA_WCACHE_BYTES=1"; do
+    "VOLUA_TC_PHASES=0 VOLUA_TC_WPAIR=0 VOLUA_TC_KSPLIT=3" "VOLUA_WCACHE_BYTES=1" \
+    "VOLUA_TC_KW_TEAMS=1" "VOLUA_TC_KW_TEAMS=2" "VOLUA_TC_KW=0"; do
     for kv in $v; do export "$kv"; done
     VOLUA_POISON=1 VOLUA_TEST_LARGE=0 run_specs "fast_spec with $v" "$VOLUA" spec/fast_spec.lua
     for kv in $v; do unset "${kv%%=*}"; done

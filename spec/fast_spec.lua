@@ -191,6 +191,25 @@ for _, mode in ipairs({"fp32", "tf32"}) do
       run_cases(mode, cases, 0, "c")
     end)
 
+    -- kernels/conv3d_tc.cu's W-interleaved plan (tc_plan_kw: math "tf32", kW 7 with W stride and
+    -- dilation 1, W padding a multiple of 4, Q2 even, more than 32 output channels; VOLUA_TC_VERBOSE=1
+    -- prints "BM 128" for it); math "fp32" runs the same cases through the plain kernels
+    it("conv3d: the W-interleaved plan (kW 7)", function()
+      local cases = {
+        {n = 2, cin = 3, cout = 64, size = {5, 12, 64}, k = {3, 5, 7}},                      -- L1-60's 58 columns
+        {n = 1, cin = 3, cout = 64, size = {3, 9, 128}, k = {3, 5, 7}, bias = true},         -- L1-66's 122
+        {n = 2, cin = 5, cout = 40, size = {4, 7, 24}, k = {3, 5, 7}, bias = true},          -- a block partly empty
+        {n = 1, cin = 2, cout = 130, size = {4, 7, 24}, k = {3, 5, 7}, bias = true},         -- 3 channel blocks
+        {n = 2, cin = 3, cout = 64, size = {6, 11, 16}, k = {3, 5, 7}, padding = {1, 2, 4}, bias = true},
+        {n = 1, cin = 3, cout = 64, size = {6, 11, 16}, k = {3, 5, 7}, stride = {2, 2, 1}, padding = {1, 2, 4}},
+        {n = 1, cin = 4, cout = 64, size = {6, 11, 16}, k = {3, 5, 7}, dilation = {2, 2, 1}, padding = {1, 2, 4}},
+        {n = 2, cin = 1, cout = 64, size = {3, 40, 8}, k = {1, 1, 7}, bias = true},          -- one k-step; 2 columns
+        {n = 3, cin = 9, cout = 48, size = {2, 70, 12}, k = {1, 3, 7}},                      -- a pair past Q2
+        {n = 2, cin = 3, cout = 64, size = {7, 30, 64}, k = {3, 5, 7}, specials = 9},        -- NaN and infinities
+      }
+      run_cases(mode, cases, 9000, "c")
+    end)
+
     it("conv3d: few tiles for the GPU's SMs, K split across blocks", function()
       local cases = {
         {n = 1, cin = 96, cout = 70, size = {3, 5, 9}, k = 3, padding = 1, bias = true}, -- 6 units, 12+ chunks
