@@ -122,6 +122,21 @@ local function transpose_case(mode, c)
   end, c.random, c.specials ~= nil)
 end
 
+-- t as the tensor cores take it in math "tf32" (kernels/tc_core.cuh): the input as its raw bits,
+-- truncated to TF32's 10 mantissa bits; the weights rounded to the nearest TF32.
+local function tf32_operand(t, nearest)
+  local flat = t:clone():reshape({-1})
+  for i = 1, flat:numel() do
+    local v = flat:get(i)
+    if v == v and v ~= 0 and math.abs(v) < math.huge then
+      local m, e = math.frexp(math.abs(v)) -- |v| = m 2^e, m in [0.5, 1): 11 significant bits kept
+      local q = nearest and math.floor(m * 2048 + 0.5) or math.floor(m * 2048)
+      flat:set((v < 0 and -1 or 1) * q * 2 ^ (e - 11), i)
+    end
+  end
+  return flat:reshape(t.shape)
+end
+
 local function gn_case(mode, c)
   local kvol = c.k[1] * c.k[2] * c.k[3]
   local x = input({c.n, c.cin, c.size[1], c.size[2], c.size[3]}, c.seed)
@@ -142,8 +157,15 @@ local function gn_case(mode, c)
     gw = (gw * gw + 1) * vol.tensor(signs) * (c.probe == "means" and 1e4 or 1e2)
     if c.probe == "means" then args.eps = 1e6 end
   end
+  -- The probes amplify the operands' rounding as well: in math "tf32" that alone can exceed the
+  -- tolerance (seed 909: 0.029 against 0.019 on the case of 16 channels k (3, 3, 7), computed
+  -- exactly on the CPU from rounded operands, as the GPU gave). There the reference is the exact
+  -- result for the operands the tensor cores take (then only the sums' order differs).
+  local xr, wr = x, w
+  if c.probe and mode == "tf32" and target == "cuda" then xr, wr = tf32_operand(x, false), tf32_operand(w, true) end
   check(mode, "conv3d_group_norm_mean " .. show(c), function(dev)
-    return vol.conv3d_group_norm_mean(x:to(dev), w:to(dev), b:to(dev), c.groups, gw:to(dev), gb:to(dev), args)
+    local xd, wd = dev == "cpu" and xr or x, dev == "cpu" and wr or w
+    return vol.conv3d_group_norm_mean(xd:to(dev), wd:to(dev), b:to(dev), c.groups, gw:to(dev), gb:to(dev), args)
   end, c.random, c.specials ~= nil)
 end
 
