@@ -323,6 +323,12 @@ static void run_gn_mean(int64_t N, int64_t Ci, int64_t Co, int64_t groups, const
 static void print_plan(const char *name, volua_tc::Params p, int epi, bool split) {
   using namespace volua_tc;
   Env env = tc_emu_env;
+  if (epi == EPI_STORE && tc_plan_kw(p, split, env)) { // conv3d_tc.cu's W-interleaved kernel
+    printf("%-8s %s: W-interleaved, %d pairs a tile (%d pairs a row), %d team(s), %d k-steps (%d of K' a kW tap), %lld tiles x "
+           "%d channel blocks, patch %d rows x %d, smem %zu B\n", name, split ? "fp32" : "tf32", p.BM, p.c4, p.teams, p.ksteps,
+           p.kks, (long long)p.ntiles, p.co_blocks, p.prow, p.pitch_w, p.smem);
+    return;
+  }
   const int ok = epi == EPI_STATS ? tc_plan_stats(p, split, env) : tc_plan_store(p, split, epi, env);
   if (!ok) {
     printf("%-8s %s: not applicable\n", name, split ? "fp32" : "tf32");
