@@ -215,7 +215,8 @@ for _, mode in ipairs({"fp32", "tf32"}) do
 
     -- kernels/conv3d_tc.cu's W-interleaved plan (tc_plan_kw: math "tf32", kW 7 with W stride and
     -- dilation 1, W padding a multiple of 4, Q2 even, more than 32 output channels; VOLUA_TC_VERBOSE=1
-    -- prints "BM 128" for it); math "fp32" runs the same cases through the plain kernels
+    -- prints "BM 128" or, with two teams, "BM 64" for it; bench/tc_emulate.cpp's kw_cases run these
+    -- shapes); math "fp32" runs the same cases through the plain kernels
     it("conv3d: the W-interleaved plan (kW 7)", function()
       local cases = {
         {n = 2, cin = 3, cout = 64, size = {5, 12, 64}, k = {3, 5, 7}},                      -- L1-60's 58 columns
