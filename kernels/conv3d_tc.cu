@@ -75,17 +75,13 @@ static WeightMap conv3d_weights(const volua_conv3d_geom *g, const float *w) {
 // then meet 8 different bank groups).
 #define TC_KW_STAGE_PITCH 68
 #define TC_KW_STAGE_BYTES (TC_WARPS * 8 * TC_KW_STAGE_PITCH * 4)
-template <int KW> struct TcKw {
-  static constexpr int NF = KW + 3; // fragments a k-step
-};
-
 // One tile's products. ro[h]: byte offsets of the thread's rows g and g + 8 (column 4c) in the
 // patch buffer at P0; ko: the K' table (as tc_compute_wg's, one step more); Wb: the weights, kks
 // k-steps per kw.
 template <int WN, int KW>
 TC_DEVICE void tc_kw_compute(int kks, const char *__restrict__ P0, const int (&ro)[2], const float *Wb,
                              const int2 *__restrict__ ko, float (&acc)[4][WN][4]) {
-  constexpr int NF = TcKw<KW>::NF;
+  constexpr int NF = KW + 3; // fragments a k-step
   constexpr unsigned step = WN * 32 * 2 * 4; // bytes of one k-step's weights
   const int t = threadIdx.x & 3;
   const unsigned kwstep = (unsigned)kks * step;
@@ -323,18 +319,17 @@ static int tc_plan_kw_teams(Params &p, const Env &env, int teams) {
   const int64_t tpp = tc_cdiv(vplane, RR), ntiles = p.N * p.Q[0] * tpp;
   if (ntiles >= INT32_MAX || vplane >= INT32_MAX) return 0;
   if ((int64_t)64 * p.out[0] * p.out[1] * p.out[2] >= ((int64_t)1 << 31) - 4096) return 0; // int offsets in a block
-  p.nsub = 1, p.nph = 1, p.teams = teams, p.tbufs = 2, p.order = 0, p.WM = 4, p.BM = (int)RR, p.BN = 64, p.E = 2;
-  p.wg = 1, p.tma = 1, p.vec4 = 1, p.cshift = 0, p.contig = 1, p.off32 = 1, p.ksplit = 1, p.pst = 0;
+  // (the fields the kernel, the weight preparation, the map and the plan's report read; p came zeroed
+  // from conv3d_params' caller)
+  p.nsub = 1, p.teams = teams, p.tbufs = 2, p.BM = (int)RR, p.BN = 64, p.E = 2, p.wg = 1, p.tma = 1;
   p.kwil = 4, p.kks = (int)kks, p.c4 = (int)c4, p.div_c4 = tc_div_make(c4);
   p.plane = p.Q[1] * p.Q[2];
   p.tiles_per_plane = tpp, p.tiles_per_n = p.Q[0] * tpp, p.ntiles = ntiles, p.dec32 = 1;
-  p.div_tpp = tc_div_make(tpp), p.div_q0 = tc_div_make(p.Q[0]), p.div_q2 = tc_div_make(p.Q[2]);
-  p.prow = (int)prow, p.wp = (int)wp, p.pitch_w = (int)pitch, p.pitch_d = (int)pitch_d, p.pitch_c = (int)pitch_c;
-  p.zero_floats = (int)pitch_d, p.co_blocks = (int)tc_cdiv(p.C_out, 64), p.stats_bytes = 0;
+  p.div_tpp = tc_div_make(tpp), p.div_q0 = tc_div_make(p.Q[0]);
+  p.prow = (int)prow, p.pitch_w = (int)pitch, p.pitch_d = (int)pitch_d, p.pitch_c = (int)pitch_c;
+  p.zero_floats = (int)pitch_d, p.co_blocks = (int)tc_cdiv(p.C_out, 64);
   p.ci_chunk = (int)p.C_in, p.nchunks = 1, p.ksteps = (int)ksteps, p.w_floats = (int)w_floats;
-  p.sub_ksteps[0] = (int)ksteps, p.sub_w_floats[0] = (int)w_floats;
   p.patch_floats = (int)patch, p.buf_floats = (int)buf, p.kofs_bytes = (int)kofs_bytes, p.smem = (size_t)smem;
-  p.x32 = p.C_in * p.in[0] * p.in[1] * p.in[2] < ((int64_t)1 << 31) - 1;
   return 1;
 }
 
@@ -345,8 +340,7 @@ static int tc_launch_kw(Params &p, const Env &env, tc_stream s, const char *op, 
     TC_CHECK(tc_prepare_kernel(kernel, p.smem));
     smem_set[p.teams - 1] = p.smem;
   }
-  if (tc_encode_tmap(p)) return VOLUA_FAST_NOT_APPLICABLE;
-  int64_t per_cb = env.sms / p.co_blocks; // one block an SM
+  int64_t per_cb = env.sms / p.co_blocks; // one block an SM (p.tmap: encoded by the caller)
   if (per_cb < 1) per_cb = 1;
   if (per_cb > tc_cdiv(p.ntiles, p.teams)) per_cb = tc_cdiv(p.ntiles, p.teams);
   tc_report(p, op, EPI_STORE, per_cb * p.co_blocks, 1, 1);
@@ -371,19 +365,15 @@ extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, 
   p.x = x;
   p.bias = b;
   p.y = y;
-  if (tc_plan_kw(p, math == VOLUA_MATH_FP32, env)) { // the W-interleaved kernel (above)
+  Params kw = p; // the W-interleaved kernel (above), where its plan applies and its map is accepted
+  if (tc_plan_kw(kw, math == VOLUA_MATH_FP32, env) && !tc_encode_tmap(kw)) {
     float *wprep = NULL;
-    if (tc_prep_weights(p, conv3d_weights(g, w), &wprep, s, op, err)) return 1;
-    p.wprep = wprep;
-    const int rc = tc_launch_kw(p, env, s, op, err);
+    if (tc_prep_weights(kw, conv3d_weights(g, w), &wprep, s, op, err)) return 1;
+    kw.wprep = wprep;
+    const int rc = tc_launch_kw(kw, env, s, op, err);
     tc_weights_free(wprep);
     if (rc == 0) volua_cuda_fast_note_call();
-    if (rc != VOLUA_FAST_NOT_APPLICABLE) return rc;
-    memset(&p, 0, sizeof p); // (the map was refused: the plain plan below)
-    conv3d_params(g, p);
-    p.x = x;
-    p.bias = b;
-    p.y = y;
+    return rc;
   }
   if (!tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_STORE, env)) return VOLUA_FAST_NOT_APPLICABLE;
   tc_plan_ksplit(p, math == VOLUA_MATH_FP32, env);
