@@ -1,7 +1,10 @@
 // max_pool3d.cu: max_pool3d with ceil_mode, padding, dilation, int64 indices and PyTorch's NaN
-// rule, one output element per thread in a 64-bit grid-stride loop (src/cpu/max_pool3d.c is the reference).
+// rule (src/cpu/max_pool3d.c is the reference). Kernels, by the launcher's choice: tiled (windows
+// that tile the input, kW 2, values only), separable (values only, a slice in shared memory), a
+// thread per output with 32-bit plane indices, and a 64-bit grid-stride loop for the rest.
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "common.cuh"
 
@@ -221,6 +224,59 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
   }
 }
 
+// Windows that tile the input (kernel == stride, no padding, dilation 1, every window inside it)
+// with kW 2, values only: each thread makes two adjacent outputs of a row from KD x KH input rows,
+// one 16-byte load a row, all issued before any max, and one 8-byte store. Every input element is
+// read once, by a coalesced load, with no shared memory or barrier: U-Net's k2 s2 downsampling ran
+// the separable kernel at 2.6 TB/s on an H100 (1.83 ms on (16, 32, 128^3), torch.compile 1.62).
+template <int KD, int KH>
+static __global__ void __launch_bounds__(256) max_pool3d_tiled_kernel(volua_pool3d_geom g, const float *__restrict__ x,
+                                                                      float *__restrict__ y) {
+  const int IH = (int)g.in[1], IW = (int)g.in[2];
+  const int OH = (int)g.out[1], OW = (int)g.out[2];
+  const int half = OW >> 1; // output pairs a row
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= OH * half) return;
+  const int oh = q / half, p = q - oh * half, od = blockIdx.y;
+  const int64_t in_plane = g.in[0] * (int64_t)IH * IW, out_plane = g.out[0] * (int64_t)OH * OW;
+  const int64_t in_off = ((int64_t)od * KD * IH + (int64_t)oh * KH) * IW + 4 * p;
+  const int64_t out_off = ((int64_t)od * OH + oh) * OW + 2 * p;
+  for (int64_t plane = blockIdx.z; plane < g.planes; plane += gridDim.z) {
+    const float *xp = x + plane * in_plane + in_off;
+    float4 v[KD * KH];
+#pragma unroll
+    for (int d = 0; d < KD; d++)
+#pragma unroll
+      for (int h = 0; h < KH; h++) {
+        const float4 *a = reinterpret_cast<const float4 *>(xp + ((int64_t)d * IH + h) * IW);
+        v[d * KH + h] = __ldg(a);
+      }
+    float lo = nanmax(v[0].x, v[0].y), hi = nanmax(v[0].z, v[0].w);
+#pragma unroll
+    for (int k = 1; k < KD * KH; k++) {
+      lo = nanmax(lo, nanmax(v[k].x, v[k].y));
+      hi = nanmax(hi, nanmax(v[k].z, v[k].w));
+    }
+    *reinterpret_cast<float2 *>(y + plane * out_plane + out_off) = make_float2(lo, hi);
+  }
+}
+
+// The tiled kernel's conditions; 0 when it does not apply, else KD * 10 + KH.
+static int tiled_variant(const volua_pool3d_geom *g, const float *x, const float *y) {
+  for (int k = 0; k < 3; k++) {
+    if (g->kernel[k] != g->stride[k] || g->padding[k] != 0 || g->dilation[k] != 1) return 0;
+    if (g->out[k] * g->kernel[k] > g->in[k]) return 0; // a ceil_mode window past the end
+  }
+  if (g->kernel[2] != 2 || g->in[2] % 4 != 0 || g->out[2] % 2 != 0) return 0;
+  if ((uintptr_t)x % 16 != 0 || (uintptr_t)y % 8 != 0) return 0;
+  // 32-bit rows and in-slice pair indices, and a grid's y for the output depths
+  const int64_t lim = (int64_t)1 << 30;
+  if (g->in[1] >= lim || g->in[2] >= lim || g->out[0] > 65535 || g->out[1] * (g->out[2] / 2) > lim) return 0;
+  const int kd = (int)g->kernel[0], kh = (int)g->kernel[1];
+  if ((kd == 1 || kd == 2) && (kh == 1 || kh == 2)) return kd * 10 + kh;
+  return 0;
+}
+
 // -- launcher ----
 
 static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *y, int64_t *indices,
@@ -230,6 +286,26 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
   if (total <= 0) return 0;
   // the 32-bit variant: every per-plane index (including the padded window ends) fits an int
   const int64_t lim = (int64_t)1 << 30;
+  // VOLUA_POOL_TILED=0 turns the tiled kernel off (measuring)
+  static int tiled_mode = -1;
+  if (tiled_mode < 0) {
+    const char *e = getenv("VOLUA_POOL_TILED");
+    tiled_mode = !(e && e[0] == '0' && e[1] == 0);
+  }
+  const int tv = !indices && tiled_mode ? tiled_variant(g, x, y) : 0;
+  if (tv) {
+    const int64_t pairs = g->out[1] * (g->out[2] / 2);
+    const int64_t pz = g->planes < 65535 ? g->planes : 65535;
+    dim3 tgrid((unsigned)((pairs + 255) / 256), (unsigned)g->out[0], (unsigned)pz);
+    switch (tv) {
+    case 22: max_pool3d_tiled_kernel<2, 2><<<tgrid, 256, 0, s>>>(*g, x, y); break;
+    case 21: max_pool3d_tiled_kernel<2, 1><<<tgrid, 256, 0, s>>>(*g, x, y); break;
+    case 12: max_pool3d_tiled_kernel<1, 2><<<tgrid, 256, 0, s>>>(*g, x, y); break;
+    default: max_pool3d_tiled_kernel<1, 1><<<tgrid, 256, 0, s>>>(*g, x, y); break;
+    }
+    CUDA_CHECK_LAUNCH();
+    return 0;
+  }
   int small = g->out[0] <= 65535 && g->out[1] * g->out[2] < lim;
   for (int k = 0; k < 3; k++)
     small = small && g->in[k] < lim && g->kernel[k] * g->dilation[k] < lim && g->out[k] * g->stride[k] < lim;

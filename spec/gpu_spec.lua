@@ -341,6 +341,15 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{1, 3, 9, 128, 128}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
       {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1}, dilation = {1, 2, 1}}},
       {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice: -inf
+      -- windows that tile the input with kW 2 and W a multiple of 4: the tiled kernel (kD, kH 1 or 2)
+      {{2, 3, 8, 64, 64}, {kernel_size = 2}},
+      {{1, 2, 9, 33, 68}, {kernel_size = 2, stride = 2}}, -- odd D and H: the last slice and row unread
+      {{2, 2, 6, 10, 12}, {kernel_size = {1, 2, 2}}},
+      {{1, 2, 6, 10, 8}, {kernel_size = {2, 1, 2}}},
+      {{3, 1, 3, 5, 4}, {kernel_size = {1, 1, 2}}},
+      {{70000, 1, 2, 2, 4}, {kernel_size = 2}}, -- more planes than a grid's z: the plane loop
+      {{1, 2, 9, 33, 68}, {kernel_size = 2, ceil_mode = true}}, -- a window past the end: not tiled
+      {{1, 2, 8, 8, 66}, {kernel_size = 2}}, -- W not a multiple of 4: not tiled
     }
     for i, c in ipairs(cases) do
       local x = data(c[1], SEED + 70 + i)
