@@ -537,6 +537,11 @@ int main(int argc, char **argv) {
     {
       const int64_t in[3] = {4, 5, 9}, k[3] = {3, 3, 3}, s[3] = {2, 2, 2}, p[3] = {1, 1, 1}, op[3] = {0, 0, 0}, d[3] = {2, 2, 2};
       run_transpose(2, 32, 40, in, k, s, p, op, d, false, m); // L1-77-like: 4 chunks of C_in, W box
+      // the output set first (dead (n, co, od) planes, rows and columns): with a bias, and with two
+      // dead D phases of three (stride 3, dilation 3)
+      run_transpose(1, 8, 24, in, k, s, p, op, d, true, m);
+      const int64_t s3[3] = {3, 2, 1}, d3[3] = {3, 2, 1}, in3[3] = {4, 5, 6};
+      run_transpose(2, 8, 16, in3, k, s3, p, op, d3, true, m);
     }
     {
       const int64_t in[3] = {6, 8, 9}, k[3] = {3, 3, 3}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
