@@ -1,6 +1,6 @@
 // max_pool3d.cu: max_pool3d with ceil_mode, padding, dilation, int64 indices and PyTorch's NaN
 // rule (src/cpu/max_pool3d.c is the reference). Kernels, by the launcher's choice: tiled (windows
-// that tile the input, kW 2, values only), separable (values only, a slice in shared memory), a
+// that tile the input, kW 2), separable (values only, a slice in shared memory), a
 // thread per output with 32-bit plane indices, and a 64-bit grid-stride loop for the rest.
 #include <math.h>
 #include <stdint.h>
@@ -225,13 +225,16 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
 }
 
 // Windows that tile the input (kernel == stride, no padding, dilation 1, every window inside it)
-// with kW 2, values only: each thread makes two adjacent outputs of a row from KD x KH input rows,
-// one 16-byte load a row, all issued before any max, and one 8-byte store. Every input element is
-// read once, by a coalesced load, with no shared memory or barrier: U-Net's k2 s2 downsampling ran
-// the separable kernel at 2.6 TB/s on an H100 (1.83 ms on (16, 32, 128^3), torch.compile 1.62).
-template <int KD, int KH>
+// with kW 2: each thread makes two adjacent outputs of a row from KD x KH input rows, one 16-byte
+// load a row, all issued before any max, and one 8-byte store (and one 16-byte store of the two
+// indices). Every input element is read once, by a coalesced load, with no shared memory or
+// barrier: U-Net's k2 s2 downsampling ran the separable kernel at 2.6 TB/s on an H100 (1.83 ms on
+// (16, 32, 128^3), torch.compile 1.62), and SegNet-like ones with indices the plane kernel (H200:
+// 1.85 ms, PyTorch 2.25). Indices follow the plane kernel's scan (d, h, w; a later value replaces
+// the best when greater or NaN), so they are PyTorch's.
+template <int KD, int KH, bool WITH_INDICES>
 static __global__ void __launch_bounds__(256) max_pool3d_tiled_kernel(volua_pool3d_geom g, const float *__restrict__ x,
-                                                                      float *__restrict__ y) {
+                                                                      float *__restrict__ y, int64_t *__restrict__ indices) {
   const int IH = (int)g.in[1], IW = (int)g.in[2];
   const int OH = (int)g.out[1], OW = (int)g.out[2];
   const int half = OW >> 1; // output pairs a row
@@ -251,24 +254,44 @@ static __global__ void __launch_bounds__(256) max_pool3d_tiled_kernel(volua_pool
         const float4 *a = reinterpret_cast<const float4 *>(xp + ((int64_t)d * IH + h) * IW);
         v[d * KH + h] = __ldg(a);
       }
-    float lo = nanmax(v[0].x, v[0].y), hi = nanmax(v[0].z, v[0].w);
+    if (WITH_INDICES) {
+      // in-plane index of tap (d, h) at column c of the pair's first window
+      const int64_t first = ((int64_t)od * KD * IH + (int64_t)oh * KH) * IW + 4 * p;
+      float lo = -INFINITY, hi = -INFINITY;
+      int64_t ilo = first, ihi = first + 2;
 #pragma unroll
-    for (int k = 1; k < KD * KH; k++) {
-      lo = nanmax(lo, nanmax(v[k].x, v[k].y));
-      hi = nanmax(hi, nanmax(v[k].z, v[k].w));
+      for (int d = 0; d < KD; d++)
+#pragma unroll
+        for (int h = 0; h < KH; h++) {
+          const float4 t = v[d * KH + h];
+          const int64_t row = first + ((int64_t)d * IH + h) * IW;
+          if (t.x > lo || isnan(t.x)) { lo = t.x; ilo = row; }
+          if (t.y > lo || isnan(t.y)) { lo = t.y; ilo = row + 1; }
+          if (t.z > hi || isnan(t.z)) { hi = t.z; ihi = row + 2; }
+          if (t.w > hi || isnan(t.w)) { hi = t.w; ihi = row + 3; }
+        }
+      *reinterpret_cast<float2 *>(y + plane * out_plane + out_off) = make_float2(lo, hi);
+      *reinterpret_cast<longlong2 *>(indices + plane * out_plane + out_off) = make_longlong2(ilo, ihi);
+    } else {
+      float lo = nanmax(v[0].x, v[0].y), hi = nanmax(v[0].z, v[0].w);
+#pragma unroll
+      for (int k = 1; k < KD * KH; k++) {
+        lo = nanmax(lo, nanmax(v[k].x, v[k].y));
+        hi = nanmax(hi, nanmax(v[k].z, v[k].w));
+      }
+      *reinterpret_cast<float2 *>(y + plane * out_plane + out_off) = make_float2(lo, hi);
     }
-    *reinterpret_cast<float2 *>(y + plane * out_plane + out_off) = make_float2(lo, hi);
   }
 }
 
 // The tiled kernel's conditions; 0 when it does not apply, else KD * 10 + KH.
-static int tiled_variant(const volua_pool3d_geom *g, const float *x, const float *y) {
+static int tiled_variant(const volua_pool3d_geom *g, const float *x, const float *y, const int64_t *indices) {
   for (int k = 0; k < 3; k++) {
     if (g->kernel[k] != g->stride[k] || g->padding[k] != 0 || g->dilation[k] != 1) return 0;
     if (g->out[k] * g->kernel[k] > g->in[k]) return 0; // a ceil_mode window past the end
   }
   if (g->kernel[2] != 2 || g->in[2] % 4 != 0 || g->out[2] % 2 != 0) return 0;
-  if ((uintptr_t)x % 16 != 0 || (uintptr_t)y % 8 != 0) return 0;
+  if ((uintptr_t)x % 16 != 0 || (uintptr_t)y % 8 != 0 || (uintptr_t)indices % 16 != 0) return 0;
   // 32-bit rows and in-slice pair indices, and a grid's y for the output depths
   const int64_t lim = (int64_t)1 << 30;
   if (g->in[1] >= lim || g->in[2] >= lim || g->out[0] > 65535 || g->out[1] * (g->out[2] / 2) > lim) return 0;
@@ -292,17 +315,21 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     const char *e = getenv("VOLUA_POOL_TILED");
     tiled_mode = !(e && e[0] == '0' && e[1] == 0);
   }
-  const int tv = !indices && tiled_mode ? tiled_variant(g, x, y) : 0;
+  const int tv = tiled_mode ? tiled_variant(g, x, y, indices) : 0;
   if (tv) {
     const int64_t pairs = g->out[1] * (g->out[2] / 2);
     const int64_t pz = g->planes < 65535 ? g->planes : 65535;
     dim3 tgrid((unsigned)((pairs + 255) / 256), (unsigned)g->out[0], (unsigned)pz);
+#define VOLUA_TILED(KD, KH)                                                                      \
+  (indices ? max_pool3d_tiled_kernel<KD, KH, true><<<tgrid, 256, 0, s>>>(*g, x, y, indices)        \
+           : max_pool3d_tiled_kernel<KD, KH, false><<<tgrid, 256, 0, s>>>(*g, x, y, NULL))
     switch (tv) {
-    case 22: max_pool3d_tiled_kernel<2, 2><<<tgrid, 256, 0, s>>>(*g, x, y); break;
-    case 21: max_pool3d_tiled_kernel<2, 1><<<tgrid, 256, 0, s>>>(*g, x, y); break;
-    case 12: max_pool3d_tiled_kernel<1, 2><<<tgrid, 256, 0, s>>>(*g, x, y); break;
-    default: max_pool3d_tiled_kernel<1, 1><<<tgrid, 256, 0, s>>>(*g, x, y); break;
+    case 22: VOLUA_TILED(2, 2); break;
+    case 21: VOLUA_TILED(2, 1); break;
+    case 12: VOLUA_TILED(1, 2); break;
+    default: VOLUA_TILED(1, 1); break;
     }
+#undef VOLUA_TILED
     CUDA_CHECK_LAUNCH();
     return 0;
   }

@@ -350,14 +350,30 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{70000, 1, 2, 2, 4}, {kernel_size = 2}}, -- more planes than a grid's z: the plane loop
       {{1, 2, 9, 33, 68}, {kernel_size = 2, ceil_mode = true}}, -- a window past the end: not tiled
       {{1, 2, 8, 8, 66}, {kernel_size = 2}}, -- W not a multiple of 4: not tiled
+      -- the tiled kernel with indices (NaN: the last NaN's index), and on integer values, where ties
+      -- must give the first maximum's index in (d, h, w) order
+      {{2, 3, 8, 64, 64}, {kernel_size = 2, return_indices = true}},
+      {{1, 2, 9, 33, 68}, {kernel_size = {1, 2, 2}, return_indices = true}},
+      {{70000, 1, 2, 2, 4}, {kernel_size = 2, return_indices = true}},
+      {{2, 3, 6, 10, 16}, {kernel_size = 2, return_indices = true}, "ties"},
+      {{2, 3, 6, 10, 16}, {kernel_size = {2, 1, 2}, return_indices = true}, "ties"},
     }
     for i, c in ipairs(cases) do
       local x = data(c[1], SEED + 70 + i)
-      sprinkle(x, r, 3)
+      if c[3] == "ties" then -- values in {0, 1, 2}: most windows hold their maximum more than once
+        local s = c[1]
+        for a = 1, s[1] do for b = 1, s[2] do for d = 1, s[3] do for h = 1, s[4] do for w = 1, s[5] do
+          x:set(r.int(0, 2), a, b, d, h, w)
+        end end end end end
+      else
+        sprinkle(x, r, 3)
+      end
       local what = ("max_pool3d values case %d %s %s"):format(i, show(c[1]), show(c[2]))
-      local ok, want = pcall(vol.max_pool3d, x, c[2])
+      local ok, want, want_i = pcall(vol.max_pool3d, x, c[2])
       assert.is_true(ok, what .. ": the CPU raised " .. tostring(want))
-      assert_same(vol.max_pool3d(x:to(target), c[2]), want, what)
+      local got, got_i = vol.max_pool3d(x:to(target), c[2])
+      assert_same(got, want, what)
+      if c[2].return_indices then assert_same(got_i, want_i, what .. " indices") end
     end
   end)
 
