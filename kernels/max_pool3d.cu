@@ -1,7 +1,8 @@
 // max_pool3d.cu: max_pool3d with ceil_mode, padding, dilation, int64 indices and PyTorch's NaN
 // rule (src/cpu/max_pool3d.c is the reference). Kernels, by the launcher's choice: tiled (windows
-// that tile the input, kW 2), separable (values only, a slice in shared memory), a
-// thread per output with 32-bit plane indices, and a 64-bit grid-stride loop for the rest.
+// that tile the input, kW 2), separable (values only, a slice in shared memory), slice (with
+// indices, a slice in shared memory), a thread per output with 32-bit plane indices, and a 64-bit
+// grid-stride loop for the rest.
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -224,6 +225,117 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
   }
 }
 
+// Max pooling with indices, a slice at a time. Which index wins is PyTorch's scan over the window
+// in (d, h, w) order: a value replaces the best when it is greater or NaN, so the first maximum
+// wins, or the last NaN. That is a reduction whose merge rule depends on the values and their
+// in-plane indices only (pool_better), not on the order of the candidates, so it can be split:
+//   1. m[h][w], md[h][w] = the winner over the window's d taps at (h, w), md its tap number (the
+//      slices read with 16-byte coalesced loads, all of an element's issued before any compare);
+//   2. y[oh][ow], indices[oh][ow] = the winner among m[.][.] over the window's h x w taps.
+// Each stage starts, as the scan does, from -inf at the window's first position (moved past the
+// padding, as pool_window), so an all -inf window, and one that sees no input, give the plane
+// kernel's index. The tap numbers are bytes and the indices 32-bit (the launcher checks kD and
+// that every window start fits), so that a slice of 128 x 128 takes 80 KB and two blocks fit an SM
+// (a first version kept 32-bit indices and the separable kernel's row stage: 190 KB, one block an
+// SM, and L1-43 with indices took 3.46 ms against the plane kernel's 3.03; bench/NOTES.md).
+// Should (v, k) replace (best, bk)? NaN: the larger index (the last NaN in the scan); else the
+// greater value, and of equal values the smaller index (the first maximum).
+__device__ __forceinline__ bool pool_better(float v, int k, float best, int bk) {
+  if (isnan(v)) return !isnan(best) || k > bk;
+  if (isnan(best)) return false;
+  return v > best || (v == best && k < bk);
+}
+
+// a window's first position along one dim, moved past the padding (pool_window's start), and its end
+__device__ __forceinline__ void pool_window32(int o, int in, int kernel, int stride, int pad, int dilation, int &start,
+                                              int &end) {
+  int s = o * stride - pad;
+  end = min(s + (kernel - 1) * dilation + 1, in);
+  if (s < 0) s += (-s + dilation - 1) / dilation * dilation;
+  start = s;
+}
+
+static __global__ void __launch_bounds__(1024, 2)
+    max_pool3d_slice_indices_kernel(volua_pool3d_geom g, const float *__restrict__ x, float *__restrict__ y,
+                                    int64_t *__restrict__ indices) {
+  extern __shared__ float smem[];
+  const int ID = (int)g.in[0], IH = (int)g.in[1], IW = (int)g.in[2];
+  const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
+  const int kD = (int)g.kernel[0], kH = (int)g.kernel[1], kW = (int)g.kernel[2];
+  const int sD = (int)g.stride[0], sH = (int)g.stride[1], sW = (int)g.stride[2];
+  const int pD = (int)g.padding[0], pH = (int)g.padding[1], pW = (int)g.padding[2];
+  const int dD = (int)g.dilation[0], dH = (int)g.dilation[1], dW = (int)g.dilation[2];
+  const int HW = IH * IW;
+  float *m = smem;                                             // IH x IW values
+  unsigned char *md = reinterpret_cast<unsigned char *>(m + HW); // IH x IW tap numbers along d
+  const int od = blockIdx.x;
+  const int64_t plane = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
+  if (plane >= g.planes) return;
+  const float *xp = x + plane * ((int64_t)ID * HW);
+  int d0, d1;
+  pool_window32(od, ID, kD, sD, pD, dD, d0, d1);
+
+  // 1. the winner over the d taps, in d order (a later slice replaces on greater or NaN)
+  if ((HW % 4 == 0) && (((uintptr_t)xp) % 16 == 0) && kD <= 4) {
+    int nv = 0; // valid taps: d0 + k dD, k < nv
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (k < kD && d0 + k * dD < d1) nv = k + 1;
+    for (int i = threadIdx.x; i < HW / 4; i += blockDim.x) {
+      float4 v[4];
+#pragma unroll
+      for (int k = 0; k < 4; k++)
+        if (k < nv) v[k] = __ldg(reinterpret_cast<const float4 *>(xp + (int64_t)(d0 + k * dD) * HW) + i);
+      float b0 = -INFINITY, b1 = -INFINITY, b2 = -INFINITY, b3 = -INFINITY;
+      unsigned t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        if (k < nv) {
+          if (v[k].x > b0 || isnan(v[k].x)) b0 = v[k].x, t0 = k;
+          if (v[k].y > b1 || isnan(v[k].y)) b1 = v[k].y, t1 = k;
+          if (v[k].z > b2 || isnan(v[k].z)) b2 = v[k].z, t2 = k;
+          if (v[k].w > b3 || isnan(v[k].w)) b3 = v[k].w, t3 = k;
+        }
+      }
+      reinterpret_cast<float4 *>(m)[i] = make_float4(b0, b1, b2, b3);
+      reinterpret_cast<unsigned *>(md)[i] = t0 | t1 << 8 | t2 << 16 | t3 << 24;
+    }
+  } else {
+    for (int i = threadIdx.x; i < HW; i += blockDim.x) {
+      float best = -INFINITY;
+      int bt = 0;
+      for (int d = d0, k = 0; d < d1; d += dD, k++) {
+        const float v = __ldg(xp + (int64_t)d * HW + i);
+        if (v > best || isnan(v)) best = v, bt = k;
+      }
+      m[i] = best;
+      md[i] = (unsigned char)bt;
+    }
+  }
+  __syncthreads();
+  // 2. the winner among the h x w taps, one output each (threads along ow, rows along oh)
+  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32, TY = blockDim.x / 32;
+  const int64_t o0 = (plane * OD + od) * ((int64_t)OH * OW);
+  for (int oh = ty; oh < OH; oh += TY) {
+    int h0, h1;
+    pool_window32(oh, IH, kH, sH, pH, dH, h0, h1);
+    for (int ow = tx; ow < OW; ow += 32) {
+      int w0, w1;
+      pool_window32(ow, IW, kW, sW, pW, dW, w0, w1);
+      float best = -INFINITY;
+      int bk = (d0 * IH + h0) * IW + w0;
+      for (int h = h0; h < h1; h += dH)
+        for (int w = w0; w < w1; w += dW) {
+          const float v = m[h * IW + w];
+          const int k = (d0 + (int)md[h * IW + w] * dD) * HW + h * IW + w;
+          if (pool_better(v, k, best, bk)) best = v, bk = k;
+        }
+      y[o0 + oh * OW + ow] = best;
+      indices[o0 + oh * OW + ow] = bk;
+    }
+  }
+}
+
 // Windows that tile the input (kernel == stride, no padding, dilation 1, every window inside it)
 // with kW 2: each thread makes two adjacent outputs of a row from KD x KH input rows, one 16-byte
 // load a row, all issued before any max, and one 8-byte store (and one 16-byte store of the two
@@ -352,6 +464,29 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
       const int64_t py = g->planes < 65535 ? g->planes : 65535;
       dim3 sgrid((unsigned)g->out[0], (unsigned)py, (unsigned)((g->planes + py - 1) / py));
       max_pool3d_separable_kernel<<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
+      CUDA_CHECK_LAUNCH();
+      return 0;
+    }
+    // with indices: the slice kernel where a slice and its tap numbers fit, kD fits a byte, and
+    // every window start's in-plane index fits an int (VOLUA_POOL_SEPIDX=0 turns it off, for measuring)
+    static int sepidx_mode = -1;
+    if (sepidx_mode < 0) {
+      const char *e = getenv("VOLUA_POOL_SEPIDX");
+      sepidx_mode = !(e && e[0] == '0' && e[1] == 0);
+    }
+    const int64_t ismem = g->in[1] * g->in[2] * (int64_t)(sizeof(float) + 1);
+    int64_t span = 1;
+    for (int k = 0; k < 3; k++) span *= g->in[k] + g->kernel[k] * g->dilation[k];
+    if (indices && sepidx_mode && ismem <= 100 * 1024 && g->kernel[0] <= 255 && span < ((int64_t)1 << 31)) {
+      static int attr_set = 0;
+      if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
+        attr_set = 1;
+      }
+      const int64_t py = g->planes < 65535 ? g->planes : 65535;
+      dim3 sgrid((unsigned)g->out[0], (unsigned)py, (unsigned)((g->planes + py - 1) / py));
+      max_pool3d_slice_indices_kernel<<<sgrid, 1024, (size_t)ismem, s>>>(*g, x, y, indices);
       CUDA_CHECK_LAUNCH();
       return 0;
     }

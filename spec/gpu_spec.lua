@@ -119,6 +119,9 @@ local function sprinkle(t, r, count)
   return t
 end
 
+-- 1 where t > 0.3 (about 38 % of normal values), else 0, elementwise (the API has no comparisons)
+local function step(t) return (1 - (1 - (t - 0.3) * 1e30):relu()):relu() end
+
 local function triple(r, lo, hi) return {r.int(lo, hi), r.int(lo, hi), r.int(lo, hi)} end
 
 -- -- ops ----
@@ -323,10 +326,11 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
                  vol.conv3d_group_norm_mean(x, cw, cb, 4, gw, gb, args), "conv3d_group_norm_mean chunks")
   end)
 
-  -- Values only, on planes larger than the random shapes': the separable kernel of
-  -- kernels/max_pool3d.cu (16- and 4-byte loads, slices up to 150 x 150; windows of up to 4 input
-  -- slices loaded together and of 5 in a loop; output depths whose window holds no input slice).
-  it("max_pool3d values only on larger planes", function()
+  -- Planes larger than the random shapes': the separable kernel (values only) and the slice kernel
+  -- (with indices) of kernels/max_pool3d.cu (16- and 4-byte loads, slices up to 150 x 150; windows
+  -- of up to 4 input slices loaded together and of 5 in a loop; output depths whose window holds
+  -- no input slice), and the tiled kernel.
+  it("max_pool3d on larger planes, values only and with indices", function()
     local r = generator(SEED * 31 + 7)
     local cases = {
       {{16, 32, 40, 40, 40}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
@@ -357,6 +361,35 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{70000, 1, 2, 2, 4}, {kernel_size = 2, return_indices = true}},
       {{2, 3, 6, 10, 16}, {kernel_size = 2, return_indices = true}, "ties"},
       {{2, 3, 6, 10, 16}, {kernel_size = {2, 1, 2}, return_indices = true}, "ties"},
+      -- the slice kernel with indices (windows that do not tile, slices that fit): its two stages
+      -- (d taps, then h x w taps) must give the scan's index. "steps": values in {0, 1, 2}, so that
+      -- most windows hold their maximum in several slices, rows and columns, and the first one in
+      -- (d, h, w) order must win; "nans": the same with about 10 % NaN (the last NaN wins); "infs":
+      -- most values -inf (windows of -inf alone give their first position), the rest +inf. A CPU
+      -- port of the two stages that took ties in the second stage's (h, w) order, or the last
+      -- maximum, or the first NaN, gave wrong indices on these data (bench/NOTES.md, s32)
+      {{1, 3, 9, 128, 128}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3, return_indices = true}},
+      {{1, 3, 9, 128, 128}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3, return_indices = true}, "steps"},
+      {{2, 2, 6, 64, 64}, {kernel_size = 3, stride = 1, padding = 1, return_indices = true}, "steps"},
+      {{2, 2, 6, 64, 64}, {kernel_size = 3, stride = 1, padding = 1, return_indices = true}, "infs"},
+      {{2, 2, 6, 64, 64}, {kernel_size = 3, stride = 1, padding = 1, return_indices = true}, "nans"},
+      {{2, 3, 17, 61, 67}, {kernel_size = {3, 2, 3}, stride = 1, padding = {1, 1, 0}, return_indices = true},
+       "steps"}, -- odd W: 4-byte loads
+      {{1, 1, 9, 33, 35}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true,
+                           return_indices = true}, "steps"},
+      {{1, 2, 12, 20, 24}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}, return_indices = true},
+       "steps"}, -- 4 slices spanning 10
+      {{2, 2, 11, 20, 24}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1},
+                            return_indices = true}, "steps"}, -- 5 slices: the loop
+      {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1},
+                            dilation = {1, 2, 1}, return_indices = true}, "steps"},
+      {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1},
+                            dilation = {1, 2, 1}, return_indices = true}, "infs"},
+      {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1},
+                            dilation = {1, 2, 1}, return_indices = true}, "nans"},
+      {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1},
+                           return_indices = true}}, -- no valid slice: -inf at the window's first position
+      {{2, 2, 5, 150, 150}, {kernel_size = 3, stride = 3, return_indices = true}, "steps"}, -- too large: the plane kernel
     }
     for i, c in ipairs(cases) do
       local x = data(c[1], SEED + 70 + i)
@@ -365,6 +398,13 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
         for a = 1, s[1] do for b = 1, s[2] do for d = 1, s[3] do for h = 1, s[4] do for w = 1, s[5] do
           x:set(r.int(0, 2), a, b, d, h, w)
         end end end end end
+      elseif c[3] == "steps" then
+        x = step(x) + step(data(c[1], SEED + 170 + i))
+        sprinkle(x, r, 3)
+      elseif c[3] == "nans" then -- 0 * inf where x > 1.3
+        x = step(x - 1) * 1e30 * 1e10 * 0 + step(data(c[1], SEED + 170 + i)) + step(data(c[1], SEED + 270 + i))
+      elseif c[3] == "infs" then
+        x = ((x - 1.5):relu() * 1e30 - 1) * 3e38 * 10 -- -inf where x <= 1.5 (about 93 %), else +inf
       else
         sprinkle(x, r, 3)
       end
