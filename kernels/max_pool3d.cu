@@ -468,16 +468,22 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
       return 0;
     }
     // with indices: the slice kernel where a slice and its tap numbers fit, kD fits a byte, and
-    // every window start's in-plane index fits an int (VOLUA_POOL_SEPIDX=0 turns it off, for measuring)
+    // every window start's in-plane index fits an int; and where the slice fills the block (4096
+    // elements or more: a 16-byte load a thread) and an output row its warps' lanes (32 or more:
+    // smaller slices and rows keep the plane kernel, whose blocks of 256 threads use every lane;
+    // the slice kernel was measured on 128 x 128 slices only). VOLUA_POOL_SEPIDX=0 turns it off
+    // (measuring).
     static int sepidx_mode = -1;
     if (sepidx_mode < 0) {
       const char *e = getenv("VOLUA_POOL_SEPIDX");
       sepidx_mode = !(e && e[0] == '0' && e[1] == 0);
     }
     const int64_t ismem = g->in[1] * g->in[2] * (int64_t)(sizeof(float) + 1);
-    int64_t span = 1;
-    for (int k = 0; k < 3; k++) span *= g->in[k] + g->kernel[k] * g->dilation[k];
-    if (indices && sepidx_mode && ismem <= 100 * 1024 && g->kernel[0] <= 255 && span < ((int64_t)1 << 31)) {
+    const int64_t ilim = (int64_t)1 << 31;
+    int64_t span = 1; // (each factor is below 2^31: no overflow before the test)
+    for (int k = 0; k < 3 && span < ilim; k++) span *= g->in[k] + g->kernel[k] * g->dilation[k];
+    if (indices && sepidx_mode && ismem <= 100 * 1024 && g->in[1] * g->in[2] >= 4096 && g->out[2] >= 32 &&
+        g->kernel[0] <= 255 && span < ilim) {
       static int attr_set = 0;
       if (!attr_set) {
         CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel,

@@ -373,13 +373,13 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{2, 2, 6, 64, 64}, {kernel_size = 3, stride = 1, padding = 1, return_indices = true}, "steps"},
       {{2, 2, 6, 64, 64}, {kernel_size = 3, stride = 1, padding = 1, return_indices = true}, "infs"},
       {{2, 2, 6, 64, 64}, {kernel_size = 3, stride = 1, padding = 1, return_indices = true}, "nans"},
-      {{2, 3, 17, 61, 67}, {kernel_size = {3, 2, 3}, stride = 1, padding = {1, 1, 0}, return_indices = true},
+      {{2, 3, 9, 65, 67}, {kernel_size = {3, 2, 3}, stride = 1, padding = {1, 1, 0}, return_indices = true},
        "steps"}, -- odd W: 4-byte loads
-      {{1, 1, 9, 33, 35}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true,
-                           return_indices = true}, "steps"},
-      {{1, 2, 12, 20, 24}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}, return_indices = true},
+      {{1, 1, 9, 67, 72}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true,
+                           return_indices = true}, "steps"}, -- the last H window past the end
+      {{1, 2, 12, 64, 72}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}, return_indices = true},
        "steps"}, -- 4 slices spanning 10
-      {{2, 2, 11, 20, 24}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1},
+      {{2, 2, 11, 64, 80}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1},
                             return_indices = true}, "steps"}, -- 5 slices: the loop
       {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1},
                             dilation = {1, 2, 1}, return_indices = true}, "steps"},
@@ -387,9 +387,13 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
                             dilation = {1, 2, 1}, return_indices = true}, "infs"},
       {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1},
                             dilation = {1, 2, 1}, return_indices = true}, "nans"},
-      {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1},
+      {{1, 3, 2, 64, 64}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1},
                            return_indices = true}}, -- no valid slice: -inf at the window's first position
-      {{2, 2, 5, 150, 150}, {kernel_size = 3, stride = 3, return_indices = true}, "steps"}, -- too large: the plane kernel
+      -- the plane kernel with indices: a plane too large, slices below 4096 elements, rows below 32
+      {{2, 2, 5, 150, 150}, {kernel_size = 3, stride = 3, return_indices = true}, "steps"},
+      {{2, 2, 11, 20, 24}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1},
+                            return_indices = true}, "steps"},
+      {{1, 2, 6, 128, 128}, {kernel_size = 3, stride = 5, padding = 1, return_indices = true}, "steps"},
     }
     for i, c in ipairs(cases) do
       local x = data(c[1], SEED + 70 + i)
