@@ -11,11 +11,11 @@
 
 // The input positions of one window along one dim: start, start + dilation, ... < end. Positions
 // in the padding are skipped by moving start forward a whole number of dilations, so start may
-// end up >= end (a window that sees no input).
-__device__ __forceinline__ void pool_window(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad,
-                                            int64_t dilation, int64_t &start, int64_t &end) {
-  int64_t s = o * stride - pad;
-  int64_t e = s + (kernel - 1) * dilation + 1;
+// end up >= end (a window that sees no input). I: int64_t, or int where the plane's sizes fit 32 bits.
+template <typename I>
+__device__ __forceinline__ void pool_window(I o, I in, I kernel, I stride, I pad, I dilation, I &start, I &end) {
+  I s = o * stride - pad;
+  I e = s + (kernel - 1) * dilation + 1;
   end = e < in ? e : in;
   if (s < 0) s += (-s + dilation - 1) / dilation * dilation;
   start = s;
@@ -246,13 +246,10 @@ __device__ __forceinline__ bool pool_better(float v, int k, float best, int bk) 
   return v > best || (v == best && k < bk);
 }
 
-// a window's first position along one dim, moved past the padding (pool_window's start), and its end
-__device__ __forceinline__ void pool_window32(int o, int in, int kernel, int stride, int pad, int dilation, int &start,
-                                              int &end) {
-  int s = o * stride - pad;
-  end = min(s + (kernel - 1) * dilation + 1, in);
-  if (s < 0) s += (-s + dilation - 1) / dilation * dilation;
-  start = s;
+// pool_window in 32 bits along dim k of g
+__device__ __forceinline__ void pool_window32(const volua_pool3d_geom &g, int k, int o, int &start, int &end) {
+  pool_window<int>(o, (int)g.in[k], (int)g.kernel[k], (int)g.stride[k], (int)g.padding[k], (int)g.dilation[k], start,
+                   end);
 }
 
 static __global__ void __launch_bounds__(1024, 2)
@@ -261,10 +258,7 @@ static __global__ void __launch_bounds__(1024, 2)
   extern __shared__ float smem[];
   const int ID = (int)g.in[0], IH = (int)g.in[1], IW = (int)g.in[2];
   const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
-  const int kD = (int)g.kernel[0], kH = (int)g.kernel[1], kW = (int)g.kernel[2];
-  const int sD = (int)g.stride[0], sH = (int)g.stride[1], sW = (int)g.stride[2];
-  const int pD = (int)g.padding[0], pH = (int)g.padding[1], pW = (int)g.padding[2];
-  const int dD = (int)g.dilation[0], dH = (int)g.dilation[1], dW = (int)g.dilation[2];
+  const int kD = (int)g.kernel[0], dD = (int)g.dilation[0], dH = (int)g.dilation[1], dW = (int)g.dilation[2];
   const int HW = IH * IW;
   float *m = smem;                                             // IH x IW values
   unsigned char *md = reinterpret_cast<unsigned char *>(m + HW); // IH x IW tap numbers along d
@@ -273,7 +267,7 @@ static __global__ void __launch_bounds__(1024, 2)
   if (plane >= g.planes) return;
   const float *xp = x + plane * ((int64_t)ID * HW);
   int d0, d1;
-  pool_window32(od, ID, kD, sD, pD, dD, d0, d1);
+  pool_window32(g, 0, od, d0, d1);
 
   // 1. the winner over the d taps, in d order (a later slice replaces on greater or NaN)
   if ((HW % 4 == 0) && (((uintptr_t)xp) % 16 == 0) && kD <= 4) {
@@ -318,10 +312,10 @@ static __global__ void __launch_bounds__(1024, 2)
   const int64_t o0 = (plane * OD + od) * ((int64_t)OH * OW);
   for (int oh = ty; oh < OH; oh += TY) {
     int h0, h1;
-    pool_window32(oh, IH, kH, sH, pH, dH, h0, h1);
+    pool_window32(g, 1, oh, h0, h1);
     for (int ow = tx; ow < OW; ow += 32) {
       int w0, w1;
-      pool_window32(ow, IW, kW, sW, pW, dW, w0, w1);
+      pool_window32(g, 2, ow, w0, w1);
       float best = -INFINITY;
       int bk = (d0 * IH + h0) * IW + w0;
       for (int h = h0; h < h1; h += dH)
@@ -414,6 +408,12 @@ static int tiled_variant(const volua_pool3d_geom *g, const float *x, const float
 
 // -- launcher ----
 
+// A kernel switch for measuring: off when the environment variable is "0".
+static int pool_switch_on(const char *name) {
+  const char *e = getenv(name);
+  return !(e && e[0] == '0' && e[1] == 0);
+}
+
 static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *y, int64_t *indices,
                              cudaStream_t s, char *err) {
   const char *op = "max_pool3d";
@@ -422,12 +422,8 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
   // the 32-bit variant: every per-plane index (including the padded window ends) fits an int
   const int64_t lim = (int64_t)1 << 30;
   // VOLUA_POOL_TILED=0 turns the tiled kernel off (measuring)
-  static int tiled_mode = -1;
-  if (tiled_mode < 0) {
-    const char *e = getenv("VOLUA_POOL_TILED");
-    tiled_mode = !(e && e[0] == '0' && e[1] == 0);
-  }
-  const int tv = tiled_mode ? tiled_variant(g, x, y, indices) : 0;
+  static const int tiled_on = pool_switch_on("VOLUA_POOL_TILED");
+  const int tv = tiled_on ? tiled_variant(g, x, y, indices) : 0;
   if (tv) {
     const int64_t pairs = g->out[1] * (g->out[2] / 2);
     const int64_t pz = g->planes < 65535 ? g->planes : 65535;
@@ -450,8 +446,10 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     small = small && g->in[k] < lim && g->kernel[k] * g->dilation[k] < lim && g->out[k] * g->stride[k] < lim;
   small = small && g->in[0] * g->in[1] * g->in[2] < lim;
   if (small) {
-    dim3 grid((unsigned)((g->out[1] * g->out[2] + 255) / 256), (unsigned)g->out[0],
-              (unsigned)(g->planes < 65535 ? g->planes : 65535));
+    const int64_t py = g->planes < 65535 ? g->planes : 65535;
+    dim3 grid((unsigned)((g->out[1] * g->out[2] + 255) / 256), (unsigned)g->out[0], (unsigned)py);
+    // the slice kernels' grid: a block per (output depth, plane)
+    dim3 sgrid((unsigned)g->out[0], (unsigned)py, (unsigned)((g->planes + py - 1) / py));
     // values only, and a slice with its row maxima in shared memory: the separable kernel
     const int64_t smem = (g->in[1] * g->in[2] + g->in[1] * g->out[2]) * (int64_t)sizeof(float);
     if (!indices && smem <= 200 * 1024 && g->out[0] <= 2147483647) {
@@ -461,8 +459,6 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
         attr_set = 1;
       }
-      const int64_t py = g->planes < 65535 ? g->planes : 65535;
-      dim3 sgrid((unsigned)g->out[0], (unsigned)py, (unsigned)((g->planes + py - 1) / py));
       max_pool3d_separable_kernel<<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
       CUDA_CHECK_LAUNCH();
       return 0;
@@ -473,16 +469,12 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     // smaller slices and rows keep the plane kernel, whose blocks of 256 threads use every lane;
     // the slice kernel was measured on 128 x 128 slices only). VOLUA_POOL_SEPIDX=0 turns it off
     // (measuring).
-    static int sepidx_mode = -1;
-    if (sepidx_mode < 0) {
-      const char *e = getenv("VOLUA_POOL_SEPIDX");
-      sepidx_mode = !(e && e[0] == '0' && e[1] == 0);
-    }
+    static const int sepidx_on = pool_switch_on("VOLUA_POOL_SEPIDX");
     const int64_t ismem = g->in[1] * g->in[2] * (int64_t)(sizeof(float) + 1);
     const int64_t ilim = (int64_t)1 << 31;
     int64_t span = 1; // (each factor is below 2^31: no overflow before the test)
     for (int k = 0; k < 3 && span < ilim; k++) span *= g->in[k] + g->kernel[k] * g->dilation[k];
-    if (indices && sepidx_mode && ismem <= 100 * 1024 && g->in[1] * g->in[2] >= 4096 && g->out[2] >= 32 &&
+    if (indices && sepidx_on && ismem <= 100 * 1024 && g->in[1] * g->in[2] >= 4096 && g->out[2] >= 32 &&
         g->kernel[0] <= 255 && span < ilim) {
       static int attr_set = 0;
       if (!attr_set) {
@@ -490,8 +482,6 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
         attr_set = 1;
       }
-      const int64_t py = g->planes < 65535 ? g->planes : 65535;
-      dim3 sgrid((unsigned)g->out[0], (unsigned)py, (unsigned)((g->planes + py - 1) / py));
       max_pool3d_slice_indices_kernel<<<sgrid, 1024, (size_t)ismem, s>>>(*g, x, y, indices);
       CUDA_CHECK_LAUNCH();
       return 0;
