@@ -1,6 +1,7 @@
 // max_pool3d.cu: max_pool3d with ceil_mode, padding, dilation, int64 indices and PyTorch's NaN
 // rule (src/cpu/max_pool3d.c is the reference). Kernels, by the launcher's choice: tiled (windows
-// that tile the input, kW 2), separable (values only, a slice in shared memory), slice (with
+// that tile the input, kW 2), slab (small slices, and larger ones with kD 1: the input of several
+// output depths in shared memory), separable (values only, a slice in shared memory), slice (with
 // indices, a slice in shared memory), a thread per output with 32-bit plane indices, and a 64-bit
 // grid-stride loop for the rest.
 #include <math.h>
@@ -125,6 +126,10 @@ __device__ __forceinline__ float nanmax(float a, float b) {
 }
 
 // 1024 threads and at most 32 registers: two blocks (smem-bound) fill an SM's 2048 threads.
+// ROWS false: no row maxima; stages 2 and 3 at once, each output's h x w taps from m (more compares,
+// half the shared memory where the rows would not fit beside two blocks' slices: k 3, s 1 on
+// 128 x 128).
+template <bool ROWS>
 static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(volua_pool3d_geom g, const float *__restrict__ x,
                                                    float *__restrict__ y) {
   extern __shared__ float smem[];
@@ -194,33 +199,52 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
     }
   }
   __syncthreads();
-  // 2. max over the w taps of every row; a 2D walk (threads along ow, rows along h), no divisions.
-  //    ncu on L1-43 (2.80 ms): SM throughput 56%, DRAM 35%, so instructions, not bytes, bound it.
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32, TY = blockDim.x / 32;
-  for (int h = ty; h < IH; h += TY) {
-    const float *mrow = m + h * IW;
-    for (int ow = tx; ow < OW; ow += 32) {
-      const int w0 = ow * sW - pW;
-      float acc = -INFINITY;
-      for (int k = 0; k < kW; k++) {
-        const int w = w0 + k * dW;
-        if ((unsigned)w < (unsigned)IW) acc = nanmax(acc, mrow[w]);
-      }
-      r[h * OW + ow] = acc;
-    }
-  }
-  __syncthreads();
-  // 3. max over the h taps, one output each
   float *yp = y + (plane * OD + od) * ((int64_t)OH * OW);
-  for (int oh = ty; oh < OH; oh += TY) {
-    const int h0 = oh * sH - pH;
-    for (int ow = tx; ow < OW; ow += 32) {
-      float acc = -INFINITY;
-      for (int k = 0; k < kH; k++) {
-        const int h = h0 + k * dH;
-        if ((unsigned)h < (unsigned)IH) acc = nanmax(acc, r[h * OW + ow]);
+  if constexpr (!ROWS) { // 2 and 3 at once: each output's h x w taps from m
+    for (int oh = ty; oh < OH; oh += TY) {
+      const int h0 = oh * sH - pH;
+      for (int ow = tx; ow < OW; ow += 32) {
+        const int w0 = ow * sW - pW;
+        float acc = -INFINITY;
+        for (int kh = 0; kh < kH; kh++) {
+          const int h = h0 + kh * dH;
+          if ((unsigned)h >= (unsigned)IH) continue;
+          for (int k = 0; k < kW; k++) {
+            const int w = w0 + k * dW;
+            if ((unsigned)w < (unsigned)IW) acc = nanmax(acc, m[h * IW + w]);
+          }
+        }
+        yp[oh * OW + ow] = acc;
       }
-      yp[oh * OW + ow] = acc;
+    }
+  } else {
+    // 2. max over the w taps of every row; a 2D walk (threads along ow, rows along h), no divisions.
+    //    ncu on L1-43 (2.80 ms): SM throughput 56%, DRAM 35%, so instructions, not bytes, bound it.
+    for (int h = ty; h < IH; h += TY) {
+      const float *mrow = m + h * IW;
+      for (int ow = tx; ow < OW; ow += 32) {
+        const int w0 = ow * sW - pW;
+        float acc = -INFINITY;
+        for (int k = 0; k < kW; k++) {
+          const int w = w0 + k * dW;
+          if ((unsigned)w < (unsigned)IW) acc = nanmax(acc, mrow[w]);
+        }
+        r[h * OW + ow] = acc;
+      }
+    }
+    __syncthreads();
+    // 3. max over the h taps, one output each
+    for (int oh = ty; oh < OH; oh += TY) {
+      const int h0 = oh * sH - pH;
+      for (int ow = tx; ow < OW; ow += 32) {
+        float acc = -INFINITY;
+        for (int k = 0; k < kH; k++) {
+          const int h = h0 + k * dH;
+          if ((unsigned)h < (unsigned)IH) acc = nanmax(acc, r[h * OW + ow]);
+        }
+        yp[oh * OW + ow] = acc;
+      }
     }
   }
 }
@@ -330,6 +354,123 @@ static __global__ void __launch_bounds__(1024, 2)
   }
 }
 
+// Small slices: a block takes R consecutive output depths of one plane. It stages the part of the
+// input their windows cover, padding included, in shared memory (the slab: PD x PH x PW, -inf
+// where a tap falls in the padding or past the end), then each thread takes the block's outputs in
+// turn and scans its window from the slab in (d, h, w) order, as the plane kernel does, writing
+// consecutive outputs. A -inf tap never replaces the best (neither greater than it nor NaN), so
+// the padding needs no bounds checks and the scan gives the plane kernel's values and indices;
+// the index starts, as there, at the window's first position moved past the padding. Taps are
+// unrolled for kernels (3, 3, 3) and (1, 3, 3) (KD = KH = KW = 0: loops). Every input element
+// crosses DRAM about once, where the separable kernel gave a block of 1024 threads a slice of a
+// few hundred elements (I3D's 28 x 28 and 14 x 14 branches: 3 to 15 % of their byte floors) and
+// the plane kernel reads each element kD kH kW / (sD sH sW) times through L1. A first version
+// without the -inf border (bounds checks and loops) was slower on 63 x 63 slices than the
+// separable kernel (bench/NOTES.md, thirty-third session).
+struct SlabGeom {
+  int R, PH, PW; // output depths a block, the slab's padded rows and columns
+};
+
+template <bool WITH_INDICES, int KD, int KH, int KW>
+static __global__ void __launch_bounds__(256) max_pool3d_slab_kernel(volua_pool3d_geom g, SlabGeom sg,
+                                                                     const float *__restrict__ x, float *__restrict__ y,
+                                                                     int64_t *__restrict__ indices) {
+  extern __shared__ float slab[];
+  const int ID = (int)g.in[0], IH = (int)g.in[1], IW = (int)g.in[2];
+  const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
+  const int sD = (int)g.stride[0], sH = (int)g.stride[1], sW = (int)g.stride[2];
+  const int pD = (int)g.padding[0], pH = (int)g.padding[1], pW = (int)g.padding[2];
+  const int dD = (int)g.dilation[0], dH = (int)g.dilation[1], dW = (int)g.dilation[2];
+  const int kD = KD ? KD : (int)g.kernel[0], kH = KH ? KH : (int)g.kernel[1], kW = KW ? KW : (int)g.kernel[2];
+  const int HW = IH * IW, PH = sg.PH, PW = sg.PW, PHW = PH * PW;
+  const int64_t plane = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
+  if (plane >= g.planes) return;
+  const int od0 = blockIdx.x * sg.R, od1 = min(od0 + sg.R, OD);
+  // the slab: input depths dlo .. dlo + PD - 1 (the windows' raw extent), rows -pH .., columns -pW ..
+  const int dlo = od0 * sD - pD, PD = (od1 - 1 - od0) * sD + (kD - 1) * dD + 1;
+  // 1. -inf everywhere (the launcher rounds the slab up to whole float4)
+  const int n4 = (PD * PHW + 3) / 4;
+  for (int i = threadIdx.x; i < n4; i += blockDim.x)
+    reinterpret_cast<float4 *>(slab)[i] = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+  __syncthreads();
+  // 2. the input inside it: depths da .. db - 1, whole slices read as one run (rows and columns the
+  //    windows never reach are skipped); four loads a thread in flight before any store (a load, a
+  //    store and a wait an element took I3D's 28 x 28 stride-2 pooling to a third of DRAM's rate)
+  const int da = max(dlo, 0), db = min(dlo + PD, ID), hmax = min(IH, PH - pH), wmax = min(IW, PW - pW);
+  const float *src = x + plane * ((int64_t)ID * HW) + (int64_t)da * HW;
+  float *dst0 = slab + ((da - dlo) * PH + pH) * PW + pW; // input (da, 0, 0)
+  const int total = db > da ? (db - da) * HW : 0;
+  if (IW % 4 == 0 && ((uintptr_t)src) % 16 == 0) {
+    const int m4 = total / 4;
+    for (int j0 = threadIdx.x; j0 < m4; j0 += 4 * blockDim.x) {
+      float4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (j0 + u * (int)blockDim.x < m4) v[u] = __ldg(reinterpret_cast<const float4 *>(src) + j0 + u * blockDim.x);
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int j = j0 + u * blockDim.x;
+        if (j >= m4) break;
+        const int row = 4 * j / IW, w = 4 * j - row * IW, dd = row / IH, h = row - dd * IH;
+        if (h >= hmax) continue;
+        float *dst = dst0 + (dd * PH + h) * PW + w;
+        if (w < wmax) dst[0] = v[u].x;
+        if (w + 1 < wmax) dst[1] = v[u].y;
+        if (w + 2 < wmax) dst[2] = v[u].z;
+        if (w + 3 < wmax) dst[3] = v[u].w;
+      }
+    }
+  } else {
+    for (int j0 = threadIdx.x; j0 < total; j0 += 4 * blockDim.x) {
+      float v[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (j0 + u * (int)blockDim.x < total) v[u] = __ldg(src + j0 + u * blockDim.x);
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int j = j0 + u * blockDim.x;
+        if (j >= total) break;
+        const int row = j / IW, w = j - row * IW, dd = row / IH, h = row - dd * IH;
+        if (h < hmax && w < wmax) dst0[(dd * PH + h) * PW + w] = v[u];
+      }
+    }
+  }
+  __syncthreads();
+  const int OHW = OH * OW, count = (od1 - od0) * OHW;
+  const int64_t o0 = (plane * OD + od0) * (int64_t)OHW;
+  const int tD = dD * PHW, tH = dH * PW; // a tap's step in the slab along d and h
+  for (int i = threadIdx.x; i < count; i += blockDim.x) {
+    const int t = i / OW, ow = i - t * OW, r = t / OH, oh = t - r * OH;
+    const float *sp = slab + (r * sD * PH + oh * sH) * PW + ow * sW;
+    float best = -INFINITY;
+    int bi = 0; // the winning tap's in-plane index
+    if (WITH_INDICES) {
+      int d0, h0, w0, e;
+      pool_window32(g, 0, od0 + r, d0, e);
+      pool_window32(g, 1, oh, h0, e);
+      pool_window32(g, 2, ow, w0, e);
+      bi = (d0 * IH + h0) * IW + w0;
+    }
+    // the raw window start's in-plane index (negative parts where it lies in the padding; a tap
+    // there is -inf and never taken)
+    const int base = ((od0 + r) * sD - pD) * HW + (oh * sH - pH) * IW + (ow * sW - pW);
+#pragma unroll
+    for (int kd = 0; kd < kD; kd++)
+#pragma unroll
+      for (int kh = 0; kh < kH; kh++)
+#pragma unroll
+        for (int kw = 0; kw < kW; kw++) {
+          const float v = sp[kd * tD + kh * tH + kw * dW];
+          if (v > best || isnan(v)) {
+            best = v;
+            if (WITH_INDICES) bi = base + kd * dD * HW + kh * dH * IW + kw * dW;
+          }
+        }
+    y[o0 + i] = best;
+    if (WITH_INDICES) indices[o0 + i] = bi;
+  }
+}
+
 // Windows that tile the input (kernel == stride, no padding, dilation 1, every window inside it)
 // with kW 2: each thread makes two adjacent outputs of a row from KD x KH input rows, one 16-byte
 // load a row, all issued before any max, and one 8-byte store (and one 16-byte store of the two
@@ -408,6 +549,63 @@ static int tiled_variant(const volua_pool3d_geom *g, const float *x, const float
 
 // -- launcher ----
 
+// The slab kernel's shared memory: never more than this (slab_depths' budgets are 24 and 64 KB).
+#define VOLUA_POOL_SLAB_MAX (200 * 1024)
+
+// The slab of R output depths: its floats (PD x PH x PW, the windows' raw extent), and PH, PW.
+static int64_t slab_floats(const volua_pool3d_geom *g, int64_t R, SlabGeom *sg) {
+  int64_t ext[3];
+  for (int k = 0; k < 3; k++) ext[k] = (g->out[k] - 1) * g->stride[k] + (g->kernel[k] - 1) * g->dilation[k] + 1;
+  ext[0] = (R - 1) * g->stride[0] + (g->kernel[0] - 1) * g->dilation[0] + 1;
+  if (sg) sg->PH = (int)ext[1], sg->PW = (int)ext[2];
+  return ext[0] * ext[1] * ext[2];
+}
+
+// The slab's bytes: whole float4 (the kernel sets it 16 bytes at a time).
+static int64_t slab_bytes(const volua_pool3d_geom *g, int64_t R) {
+  return (slab_floats(g, R, NULL) + 3) / 4 * 4 * (int64_t)sizeof(float);
+}
+
+// The slab kernel's output depths a block, or 0 where it does not run. It runs on slices of fewer
+// than 4096 elements whose slab fits 24 KB, and on larger ones with kD 1 whose slab fits 64 KB
+// (I3D's first pooling, (1, 3, 3) s (1, 2, 2) on 112 x 112: 0.892 -> 0.509 ms with indices on an
+// H200; bench/NOTES.md, thirty-third session). Larger slices go to the separable and slice
+// kernels, which fill a block with one slice and reduce the d taps first: a slab of three 63 x 63
+// slices at k 3, s 2 was slower than they are. R is as large as fits, but small enough for 512
+// blocks where the planes are few. VOLUA_POOL_SLAB=0 turns the kernel off, =2 runs it wherever a
+// slab fits; VOLUA_POOL_SLAB_KB sets the budget (measuring).
+static int64_t slab_depths(const volua_pool3d_geom *g, SlabGeom *sg) {
+  static const char *mode = getenv("VOLUA_POOL_SLAB");
+  static const char *kb = getenv("VOLUA_POOL_SLAB_KB");
+  if (mode && mode[0] == '0') return 0;
+  const int64_t HW = g->in[1] * g->in[2];
+  int64_t budget = 24 * 1024;
+  if (HW >= 4096) {
+    if (g->kernel[0] == 1) budget = 64 * 1024;
+    else if (!(mode && mode[0] == '2')) return 0;
+  }
+  if (kb) budget = (int64_t)atoi(kb) * 1024;
+  if (budget > VOLUA_POOL_SLAB_MAX) budget = VOLUA_POOL_SLAB_MAX;
+  const int64_t OD = g->out[0];
+  if (HW <= 0 || OD > 65535) return 0;
+  for (int k = 0; k < 3; k++) // (a slab over 200 KB is refused below; this keeps the products small)
+    if (g->out[k] * g->stride[k] > (1 << 16) || g->kernel[k] * g->dilation[k] > (1 << 16)) return 0;
+  if (slab_bytes(g, 1) > budget) return 0;
+  int64_t lo = 1, hi = OD; // the largest R that fits (the slab grows with R)
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (slab_bytes(g, mid) <= budget) lo = mid;
+    else hi = mid - 1;
+  }
+  int64_t R = lo;
+  const int64_t want = (OD * g->planes + 511) / 512; // output depths a block for 512 blocks
+  if (R > want) R = want > 0 ? want : 1;
+  if (R * g->out[1] * g->out[2] >= ((int64_t)1 << 30)) return 0; // a block's outputs: 32-bit counts
+  slab_floats(g, R, sg);
+  sg->R = (int)R;
+  return R;
+}
+
 // A kernel switch for measuring: off when the environment variable is "0".
 static int pool_switch_on(const char *name) {
   const char *e = getenv(name);
@@ -450,16 +648,58 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     dim3 grid((unsigned)((g->out[1] * g->out[2] + 255) / 256), (unsigned)g->out[0], (unsigned)py);
     // the slice kernels' grid: a block per (output depth, plane)
     dim3 sgrid((unsigned)g->out[0], (unsigned)py, (unsigned)((g->planes + py - 1) / py));
-    // values only, and a slice with its row maxima in shared memory: the separable kernel
-    const int64_t smem = (g->in[1] * g->in[2] + g->in[1] * g->out[2]) * (int64_t)sizeof(float);
-    if (!indices && smem <= 200 * 1024 && g->out[0] <= 2147483647) {
+    // small slices: the slab kernel, R output depths a block
+    SlabGeom sg;
+    const int64_t R = slab_depths(g, &sg);
+    if (R > 0) {
+      const size_t bytes = (size_t)slab_bytes(g, R);
+      dim3 bgrid((unsigned)((g->out[0] + R - 1) / R), (unsigned)py, (unsigned)((g->planes + py - 1) / py));
+      const int k333 = g->kernel[0] == 3 && g->kernel[1] == 3 && g->kernel[2] == 3;
+      const int k133 = g->kernel[0] == 1 && g->kernel[1] == 3 && g->kernel[2] == 3;
+#define VOLUA_SLAB(RI, KD, KH, KW)                                                                             \
+  do {                                                                                                         \
+    static int attr_set = 0;                                                                                   \
+    if (!attr_set) {                                                                                           \
+      CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slab_kernel<RI, KD, KH, KW>,                                  \
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, VOLUA_POOL_SLAB_MAX));      \
+      attr_set = 1;                                                                                            \
+    }                                                                                                          \
+    max_pool3d_slab_kernel<RI, KD, KH, KW><<<bgrid, 256, bytes, s>>>(*g, sg, x, y, RI ? indices : NULL);       \
+  } while (0)
+      if (indices) {
+        if (k333) VOLUA_SLAB(true, 3, 3, 3);
+        else if (k133) VOLUA_SLAB(true, 1, 3, 3);
+        else VOLUA_SLAB(true, 0, 0, 0);
+      } else {
+        if (k333) VOLUA_SLAB(false, 3, 3, 3);
+        else if (k133) VOLUA_SLAB(false, 1, 3, 3);
+        else VOLUA_SLAB(false, 0, 0, 0);
+      }
+#undef VOLUA_SLAB
+      CUDA_CHECK_LAUNCH();
+      return 0;
+    }
+    // values only, and a slice with its row maxima in shared memory: the separable kernel; without
+    // the row maxima where they would leave room for one block an SM and the slice alone for two
+    // (VOLUA_POOL_SEPDIRECT=0: never without them, =2: always; measuring)
+    static const char *sd = getenv("VOLUA_POOL_SEPDIRECT");
+    const int64_t slice = g->in[1] * g->in[2] * (int64_t)sizeof(float);
+    const int64_t smem = slice + g->in[1] * g->out[2] * (int64_t)sizeof(float);
+    const int direct = sd && sd[0] == '2' ? slice <= 200 * 1024
+                                          : !(sd && sd[0] == '0') && smem > 100 * 1024 && slice <= 100 * 1024;
+    if (!indices && (direct || smem <= 200 * 1024) && g->out[0] <= 2147483647) {
       static int attr_set = 0;
       if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel,
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<true>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<false>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
         attr_set = 1;
       }
-      max_pool3d_separable_kernel<<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
+      if (direct)
+        max_pool3d_separable_kernel<false><<<sgrid, 1024, (size_t)slice, s>>>(*g, x, y);
+      else
+        max_pool3d_separable_kernel<true><<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
       CUDA_CHECK_LAUNCH();
       return 0;
     }

@@ -326,25 +326,63 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
                  vol.conv3d_group_norm_mean(x, cw, cb, 4, gw, gb, args), "conv3d_group_norm_mean chunks")
   end)
 
-  -- Planes larger than the random shapes': the separable kernel (values only) and the slice kernel
-  -- (with indices) of kernels/max_pool3d.cu (16- and 4-byte loads, slices up to 150 x 150; windows
-  -- of up to 4 input slices loaded together and of 5 in a loop; output depths whose window holds
-  -- no input slice), and the tiled kernel.
+  -- Runs max_pool3d on each case {shape, args, data} on the target and on the CPU, and compares
+  -- values (and indices, where asked) exactly. Data: uniform with a few NaN and infinities
+  -- (sprinkle), or "ties": values in {0, 1, 2}, so that most windows hold their maximum more than
+  -- once; "steps": the same from sums of steps, with NaN and infinities; "nans": {0, 1, 2} with about
+  -- 10 % NaN (the last NaN wins); "infs": mostly -inf (windows of -inf alone give their first
+  -- position), the rest +inf.
+  local function pool_cases(label, cases, seed, r)
+    for i, c in ipairs(cases) do
+      local x = data(c[1], seed + i)
+      if c[3] == "ties" then -- values in {0, 1, 2}: most windows hold their maximum more than once
+        local s = c[1]
+        for a = 1, s[1] do for b = 1, s[2] do for d = 1, s[3] do for h = 1, s[4] do for w = 1, s[5] do
+          x:set(r.int(0, 2), a, b, d, h, w)
+        end end end end end
+      elseif c[3] == "steps" then
+        x = step(x) + step(data(c[1], seed + 100 + i))
+        sprinkle(x, r, 3)
+      elseif c[3] == "nans" then -- 0 * inf where x > 1.3
+        x = step(x - 1) * 1e30 * 1e10 * 0 + step(data(c[1], seed + 100 + i)) + step(data(c[1], seed + 200 + i))
+      elseif c[3] == "infs" then
+        x = ((x - 1.5):relu() * 1e30 - 1) * 3e38 * 10 -- -inf where x <= 1.5 (about 93 %), else +inf
+      else
+        sprinkle(x, r, 3)
+      end
+      local what = ("max_pool3d %s case %d %s %s"):format(label, i, show(c[1]), show(c[2]))
+      local ok, want, want_i = pcall(vol.max_pool3d, x, c[2])
+      assert.is_true(ok, what .. ": the CPU raised " .. tostring(want))
+      local got, got_i = vol.max_pool3d(x:to(target), c[2])
+      assert_same(got, want, what)
+      if c[2].return_indices then assert_same(got_i, want_i, what .. " indices") end
+    end
+  end
+
+  -- Planes larger than the random shapes': the separable kernel (values only; slices of 4096
+  -- elements or more) and the slice kernel (with indices) of kernels/max_pool3d.cu (16- and 4-byte
+  -- loads, slices up to 150 x 150; windows of up to 4 input slices loaded together and of 5 in a
+  -- loop; output depths whose window holds no input slice; the separable kernel with and without
+  -- its row maxima), and the tiled kernel. Smaller slices go to the slab kernel (the next spec).
   it("max_pool3d on larger planes, values only and with indices", function()
     local r = generator(SEED * 31 + 7)
     local cases = {
       {{16, 32, 40, 40, 40}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
       {{1, 2, 30, 64, 64}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
       {{2, 3, 17, 61, 67}, {kernel_size = {3, 2, 3}, stride = {1, 1, 1}, padding = {1, 1, 0}}}, -- odd W: 4-byte loads
-      {{1, 1, 9, 33, 35}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true}},
+      {{1, 1, 9, 67, 72}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true}},
       {{3, 2, 6, 130, 130}, {kernel_size = {2, 1, 1}, stride = {2, 1, 1}}},
-      {{1, 2, 12, 20, 24}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}}}, -- 4 slices spanning 10
-      {{2, 2, 11, 20, 24}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1}}}, -- 5 slices: the loop
+      {{1, 2, 12, 64, 72}, {kernel_size = {4, 2, 2}, stride = 1, dilation = {3, 1, 1}}}, -- 4 slices spanning 10
+      {{2, 2, 11, 64, 80}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1}}}, -- 5 slices: the loop
       {{2, 2, 5, 150, 150}, {kernel_size = 3, stride = 3}},
       -- L1-43's plane, and a plane with every window parameter different along H
       {{1, 3, 9, 128, 128}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
       {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1}, dilation = {1, 2, 1}}},
-      {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice: -inf
+      {{1, 3, 2, 64, 64}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice: -inf
+      -- the separable kernel without row maxima (slice and rows over 100 KB, the slice alone not)
+      {{1, 2, 5, 128, 128}, {kernel_size = 3, stride = 1, padding = 1}},
+      {{1, 2, 4, 97, 160}, {kernel_size = {2, 4, 3}, stride = 1, padding = {0, 2, 1}, dilation = {1, 2, 1}}},
+      {{1, 2, 5, 128, 128}, {kernel_size = 3, stride = 1, padding = 1}, "steps"},
       -- windows that tile the input with kW 2 and W a multiple of 4: the tiled kernel (kD, kH 1 or 2)
       {{2, 3, 8, 64, 64}, {kernel_size = 2}},
       {{1, 2, 9, 33, 68}, {kernel_size = 2, stride = 2}}, -- odd D and H: the last slice and row unread
@@ -389,36 +427,61 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
                             dilation = {1, 2, 1}, return_indices = true}, "nans"},
       {{1, 3, 2, 64, 64}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1},
                            return_indices = true}}, -- no valid slice: -inf at the window's first position
-      -- the plane kernel with indices: a plane too large, slices below 4096 elements, rows below 32
+      -- the plane kernel with indices: a plane too large, a slab over its budget, rows below 32
       {{2, 2, 5, 150, 150}, {kernel_size = 3, stride = 3, return_indices = true}, "steps"},
-      {{2, 2, 11, 20, 24}, {kernel_size = {5, 2, 3}, stride = {1, 2, 2}, padding = {2, 1, 1},
-                            return_indices = true}, "steps"},
+      {{1, 2, 12, 60, 60}, {kernel_size = {5, 3, 3}, stride = 1, padding = {2, 1, 1}, return_indices = true},
+       "steps"},
       {{1, 2, 6, 128, 128}, {kernel_size = 3, stride = 5, padding = 1, return_indices = true}, "steps"},
     }
-    for i, c in ipairs(cases) do
-      local x = data(c[1], SEED + 70 + i)
-      if c[3] == "ties" then -- values in {0, 1, 2}: most windows hold their maximum more than once
-        local s = c[1]
-        for a = 1, s[1] do for b = 1, s[2] do for d = 1, s[3] do for h = 1, s[4] do for w = 1, s[5] do
-          x:set(r.int(0, 2), a, b, d, h, w)
-        end end end end end
-      elseif c[3] == "steps" then
-        x = step(x) + step(data(c[1], SEED + 170 + i))
-        sprinkle(x, r, 3)
-      elseif c[3] == "nans" then -- 0 * inf where x > 1.3
-        x = step(x - 1) * 1e30 * 1e10 * 0 + step(data(c[1], SEED + 170 + i)) + step(data(c[1], SEED + 270 + i))
-      elseif c[3] == "infs" then
-        x = ((x - 1.5):relu() * 1e30 - 1) * 3e38 * 10 -- -inf where x <= 1.5 (about 93 %), else +inf
-      else
-        sprinkle(x, r, 3)
+    pool_cases("values", cases, SEED + 70, r)
+  end)
+
+  -- Slices below 4096 elements, and larger ones with kD 1: the slab kernel (R output depths a
+  -- block, from the part of the input their windows cover, with -inf where they cover padding or
+  -- run past the end). With padding and dilation along D the windows' first valid slices do not
+  -- grow with the output depth (k 3, p 1, d 3, s 1: 2, then 0, 1, 2, ...); blocks past a plane's
+  -- first (many planes: R below the whole depth); kernels (3, 3, 3), (1, 3, 3) (taps unrolled) and
+  -- others; more planes than a grid's y; windows past the end (ceil_mode) and windows with no input
+  -- slice; each with ties, NaN and infinities. A mutant that takes the last of equal maxima fails
+  -- it (bench/NOTES.md, thirty-third session).
+  it("max_pool3d on small slices (the slab kernel), values only and with indices", function()
+    local r = generator(SEED * 37 + 11)
+    local cases = {}
+    local shapes = {
+      {{2, 5, 8, 14, 14}, {kernel_size = 3, stride = 1, padding = 1}}, -- I3D's 14 x 14 branch
+      {{2, 3, 16, 28, 28}, {kernel_size = 3, stride = 2, padding = 1}},
+      {{8, 64, 20, 10, 12}, {kernel_size = 3, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- starts 2, 0, 1, ...
+      {{1, 2, 21, 9, 12}, {kernel_size = {3, 2, 2}, stride = {2, 1, 1}, padding = {1, 1, 0}, dilation = {3, 1, 2}}},
+      {{4, 64, 24, 12, 12}, {kernel_size = 3, stride = 2, padding = 1}}, -- 256 planes: 2 blocks a plane
+      {{2, 3, 13, 31, 31}, {kernel_size = 3, stride = 2, ceil_mode = true}}, -- the last windows past the end
+      {{2, 3, 7, 9, 11}, {kernel_size = {2, 3, 2}, stride = 1, padding = {1, 1, 0}}}, -- odd slices: 4-byte loads
+      {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice
+      {{1, 2, 30, 50, 50}, {kernel_size = 3, stride = 1, padding = 1}}, -- few planes: a depth a block
+      {{32, 16, 6, 50, 50}, {kernel_size = 3, stride = 1, padding = 1}}, -- 4 slices fit: 2 depths a block
+      {{1, 1, 9, 33, 35}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true}},
+      {{2, 3, 4, 28, 28}, {kernel_size = {1, 3, 3}, stride = {1, 2, 2}, padding = {0, 1, 1}}}, -- I3D's first pooling
+      {{16, 32, 5, 15, 17}, {kernel_size = {1, 3, 3}, stride = 1, padding = {0, 1, 1}, dilation = {1, 2, 1},
+                             ceil_mode = true}},
+      -- the last rows and columns no window reaches (not staged), with 16- and 4-byte loads
+      {{2, 3, 6, 9, 12}, {kernel_size = {1, 3, 3}, stride = {1, 2, 2}}},
+      {{2, 3, 6, 9, 13}, {kernel_size = {1, 2, 2}, stride = 2}},
+      -- larger slices with kD 1: the slab kernel up to 64 KB (I3D's first pooling), beyond it not
+      {{2, 3, 4, 112, 112}, {kernel_size = {1, 3, 3}, stride = {1, 2, 2}, padding = {0, 1, 1}}},
+      {{1, 2, 3, 140, 140}, {kernel_size = {1, 3, 3}, stride = 1, padding = {0, 1, 1}}},
+    }
+    for _, c in ipairs(shapes) do
+      for _, data_kind in ipairs({false, "steps", "nans", "infs"}) do
+        for _, ri in ipairs({false, true}) do
+          local a = {}
+          for k, v in pairs(c[2]) do a[k] = v end
+          a.return_indices = ri
+          cases[#cases + 1] = {c[1], a, data_kind or nil}
+        end
       end
-      local what = ("max_pool3d values case %d %s %s"):format(i, show(c[1]), show(c[2]))
-      local ok, want, want_i = pcall(vol.max_pool3d, x, c[2])
-      assert.is_true(ok, what .. ": the CPU raised " .. tostring(want))
-      local got, got_i = vol.max_pool3d(x:to(target), c[2])
-      assert_same(got, want, what)
-      if c[2].return_indices then assert_same(got_i, want_i, what .. " indices") end
     end
+    cases[#cases + 1] = {{70000, 1, 2, 2, 6}, {kernel_size = {1, 2, 2}, stride = 1}} -- planes past a grid's y
+    cases[#cases + 1] = {{70000, 1, 2, 2, 6}, {kernel_size = {1, 2, 2}, stride = 1, return_indices = true}, "steps"}
+    pool_cases("slab", cases, SEED + 470, r)
   end)
 
   it("the KernelBench shapes of issue 4, reduced in batch", function()
