@@ -126,9 +126,9 @@ __device__ __forceinline__ float nanmax(float a, float b) {
 }
 
 // 1024 threads and at most 32 registers: two blocks (smem-bound) fill an SM's 2048 threads.
-// ROWS false: no row maxima; stages 2 and 3 at once, each output's h x w taps from m (more compares,
-// half the shared memory where the rows would not fit beside two blocks' slices: k 3, s 1 on
-// 128 x 128).
+// ROWS false: no row maxima; stages 2 and 3 at once, each output's h x w taps from m (no row
+// stage, its stores and barrier; more compares where windows overlap along h, but half the shared
+// memory where the rows would not fit beside two blocks' slices: k 3, s 1 on 128 x 128).
 template <bool ROWS>
 static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(volua_pool3d_geom g, const float *__restrict__ x,
                                                    float *__restrict__ y) {
@@ -680,13 +680,18 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
       return 0;
     }
     // values only, and a slice with its row maxima in shared memory: the separable kernel; without
-    // the row maxima where they would leave room for one block an SM and the slice alone for two
+    // the row maxima where the slice alone leaves room for two blocks an SM and either the rows
+    // would not (k 3, s 1 on 128 x 128) or the direct taps are no more than the two stages' (a
+    // column's OH kH kW against IH kW + OH kH: L1-43's k 3, s 2; k 5 keeps the rows)
     // (VOLUA_POOL_SEPDIRECT=0: never without them, =2: always; measuring)
     static const char *sd = getenv("VOLUA_POOL_SEPDIRECT");
     const int64_t slice = g->in[1] * g->in[2] * (int64_t)sizeof(float);
     const int64_t smem = slice + g->in[1] * g->out[2] * (int64_t)sizeof(float);
-    const int direct = sd && sd[0] == '2' ? slice <= 200 * 1024
-                                          : !(sd && sd[0] == '0') && smem > 100 * 1024 && slice <= 100 * 1024;
+    const int64_t taps_direct = g->out[1] * g->kernel[1] * g->kernel[2];
+    const int64_t taps_rows = g->in[1] * g->kernel[2] + g->out[1] * g->kernel[1];
+    const int direct = sd && sd[0] == '2'   ? slice <= 200 * 1024
+                       : sd && sd[0] == '0' ? 0
+                                            : slice <= 100 * 1024 && (smem > 100 * 1024 || taps_direct <= taps_rows);
     if (!indices && (direct || smem <= 200 * 1024) && g->out[0] <= 2147483647) {
       static int attr_set = 0;
       if (!attr_set) {
