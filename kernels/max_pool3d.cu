@@ -4,9 +4,11 @@
 // output depths in shared memory), separable (values only, a slice in shared memory), slice (with
 // indices, a slice in shared memory), a thread per output with 32-bit plane indices, and a 64-bit
 // grid-stride loop for the rest.
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.cuh"
 
@@ -129,7 +131,10 @@ __device__ __forceinline__ float nanmax(float a, float b) {
 // ROWS false: no row maxima; stages 2 and 3 at once, each output's h x w taps from m (no row
 // stage, its stores and barrier; more compares where windows overlap along h, but half the shared
 // memory where the rows would not fit beside two blocks' slices: k 3, s 1 on 128 x 128).
-template <bool ROWS>
+// VEC: the slices are 16-byte aligned (H W a multiple of 4, x aligned); each stage-1 path is an
+// instantiation of its own (the scalar path's unrolled loads, compiled beside the others, made
+// k 3, s 1 on 128 x 128 9 % slower; bench/NOTES.md, thirty-third session).
+template <bool ROWS, bool VEC>
 static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(volua_pool3d_geom g, const float *__restrict__ x,
                                                    float *__restrict__ y) {
   extern __shared__ float smem[];
@@ -148,8 +153,7 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
 
   // 1. max over the valid d taps, 16 bytes at a time when the slices are aligned
   const int d0 = od * sD - pD;
-  const bool vec = (HW % 4 == 0) && (((uintptr_t)xp) % 16 == 0);
-  if (vec && kD <= 4) {
+  if (VEC && kD <= 4) {
     // up to 4 valid slices, all loads of an element issued before any max: the loop below waits
     // for each load in turn (a window's 3 slices are 3 round trips to memory), which cost L1-43
     // 12 % (H200: 1.690 -> 1.495 ms). An unused slot repeats the first valid slice (a max is
@@ -172,7 +176,7 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
                             nanmax(nanmax(v0.z, v1.z), nanmax(v2.z, v3.z)), nanmax(nanmax(v0.w, v1.w), nanmax(v2.w, v3.w)));
       }
     }
-  } else if (vec) {
+  } else if (VEC) {
     float4 *m4 = reinterpret_cast<float4 *>(m);
     for (int i = threadIdx.x; i < HW / 4; i += blockDim.x) {
       float4 acc = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
@@ -187,15 +191,23 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
       }
       m4[i] = acc;
     }
-  } else {
-    for (int i = threadIdx.x; i < HW; i += blockDim.x) {
-      float acc = -INFINITY;
+  } else if constexpr (!VEC) { // 4 elements a thread at a time, so that 4 loads are in flight (63 x 63)
+    const int bs = blockDim.x;
+    for (int i0 = threadIdx.x; i0 < HW; i0 += 4 * bs) {
+      float acc[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
       for (int k = 0; k < kD; k++) {
         const int d = d0 + k * dD;
         if (d < 0 || d >= ID) continue;
-        acc = nanmax(acc, __ldg(xp + (int64_t)d * HW + i));
+        const float *src = xp + (int64_t)d * HW + i0;
+        float v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) v[u] = i0 + u * bs < HW ? __ldg(src + u * bs) : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < 4; u++) acc[u] = nanmax(acc[u], v[u]);
       }
-      m[i] = acc;
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (i0 + u * bs < HW) m[i0 + u * bs] = acc[u];
     }
   }
   __syncthreads();
@@ -252,18 +264,24 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
 // Max pooling with indices, a slice at a time. Which index wins is PyTorch's scan over the window
 // in (d, h, w) order: a value replaces the best when it is greater or NaN, so the first maximum
 // wins, or the last NaN. That is a reduction whose merge rule depends on the values and their
-// in-plane indices only (pool_better), not on the order of the candidates, so it can be split:
+// in-plane indices only, not on the order of the candidates (a NaN beats a number, and of two NaN
+// the larger index; else the greater value, and of equal values the smaller index), so it can be
+// split:
 //   1. m[h][w], md[h][w] = the winner over the window's d taps at (h, w), md its tap number (the
 //      slices read with 16-byte coalesced loads, all of an element's issued before any compare);
-//   2. y[oh][ow], indices[oh][ow] = the winner among m[.][.] over the window's h x w taps.
+//   2. y[oh][ow], indices[oh][ow] = the winner among m[.][.] over the window's h x w taps: with
+//      MAXFIRST their maximum, then the smallest index among the taps equal to it (of NaN, the
+//      largest); else a merge (pool_better) a tap. MAXFIRST is faster where the windows do not
+//      overlap along h or w (stride 2 and more), the merge where they do (stride 1); the
+//      launcher's rule, measured in bench/NOTES.md (thirty-third session).
 // Each stage starts, as the scan does, from -inf at the window's first position (moved past the
 // padding, as pool_window), so an all -inf window, and one that sees no input, give the plane
 // kernel's index. The tap numbers are bytes and the indices 32-bit (the launcher checks kD and
 // that every window start fits), so that a slice of 128 x 128 takes 80 KB and two blocks fit an SM
 // (a first version kept 32-bit indices and the separable kernel's row stage: 190 KB, one block an
 // SM, and L1-43 with indices took 3.46 ms against the plane kernel's 3.03; bench/NOTES.md).
-// Should (v, k) replace (best, bk)? NaN: the larger index (the last NaN in the scan); else the
-// greater value, and of equal values the smaller index (the first maximum).
+
+// Should (v, k) replace (best, bk)? The merge above, one candidate at a time.
 __device__ __forceinline__ bool pool_better(float v, int k, float best, int bk) {
   if (isnan(v)) return !isnan(best) || k > bk;
   if (isnan(best)) return false;
@@ -276,6 +294,9 @@ __device__ __forceinline__ void pool_window32(const volua_pool3d_geom &g, int k,
                    end);
 }
 
+// VEC: 16-byte aligned slices and kD <= 4 (stage 1's 16-byte path); the other path is an
+// instantiation of its own, as the separable kernel's.
+template <bool VEC, bool MAXFIRST>
 static __global__ void __launch_bounds__(1024, 2)
     max_pool3d_slice_indices_kernel(volua_pool3d_geom g, const float *__restrict__ x, float *__restrict__ y,
                                     int64_t *__restrict__ indices) {
@@ -294,7 +315,7 @@ static __global__ void __launch_bounds__(1024, 2)
   pool_window32(g, 0, od, d0, d1);
 
   // 1. the winner over the d taps, in d order (a later slice replaces on greater or NaN)
-  if ((HW % 4 == 0) && (((uintptr_t)xp) % 16 == 0) && kD <= 4) {
+  if constexpr (VEC) {
     int nv = 0; // valid taps: d0 + k dD, k < nv
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -318,16 +339,23 @@ static __global__ void __launch_bounds__(1024, 2)
       reinterpret_cast<float4 *>(m)[i] = make_float4(b0, b1, b2, b3);
       reinterpret_cast<unsigned *>(md)[i] = t0 | t1 << 8 | t2 << 16 | t3 << 24;
     }
-  } else {
-    for (int i = threadIdx.x; i < HW; i += blockDim.x) {
-      float best = -INFINITY;
-      int bt = 0;
+  } else { // 4 elements a thread at a time, so that 4 loads are in flight
+    const int bs = blockDim.x;
+    for (int i0 = threadIdx.x; i0 < HW; i0 += 4 * bs) {
+      float best[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+      int bt[4] = {0, 0, 0, 0};
       for (int d = d0, k = 0; d < d1; d += dD, k++) {
-        const float v = __ldg(xp + (int64_t)d * HW + i);
-        if (v > best || isnan(v)) best = v, bt = k;
+        const float *src = xp + (int64_t)d * HW + i0;
+        float v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) v[u] = i0 + u * bs < HW ? __ldg(src + u * bs) : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+          if (v[u] > best[u] || isnan(v[u])) best[u] = v[u], bt[u] = k;
       }
-      m[i] = best;
-      md[i] = (unsigned char)bt;
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (i0 + u * bs < HW) m[i0 + u * bs] = best[u], md[i0 + u * bs] = (unsigned char)bt[u];
     }
   }
   __syncthreads();
@@ -342,12 +370,32 @@ static __global__ void __launch_bounds__(1024, 2)
       pool_window32(g, 2, ow, w0, w1);
       float best = -INFINITY;
       int bk = (d0 * IH + h0) * IW + w0;
-      for (int h = h0; h < h1; h += dH)
-        for (int w = w0; w < w1; w += dW) {
-          const float v = m[h * IW + w];
-          const int k = (d0 + (int)md[h * IW + w] * dD) * HW + h * IW + w;
-          if (pool_better(v, k, best, bk)) best = v, bk = k;
-        }
+      if (MAXFIRST) {
+        // the maximum first (max.NaN: NaN where any tap is), then the index among the taps that
+        // hold it: the smallest (the first maximum) or, of NaN, the largest (the last NaN). An all
+        // -inf window gives its first tap, where the d stage left tap 0: the scan's first
+        // position; a window with no tap keeps that position.
+        for (int h = h0; h < h1; h += dH)
+          for (int w = w0; w < w1; w += dW) best = nanmax(best, m[h * IW + w]);
+        const bool isn = isnan(best);
+        int ik = isn ? INT_MIN : INT_MAX;
+        for (int h = h0; h < h1; h += dH)
+          for (int w = w0; w < w1; w += dW) {
+            const float v = m[h * IW + w];
+            if (isn ? isnan(v) : v == best) {
+              const int k = (d0 + (int)md[h * IW + w] * dD) * HW + h * IW + w;
+              ik = isn ? max(ik, k) : min(ik, k);
+            }
+          }
+        if (ik != INT_MAX) bk = ik;
+      } else { // a merge a tap
+        for (int h = h0; h < h1; h += dH)
+          for (int w = w0; w < w1; w += dW) {
+            const float v = m[h * IW + w];
+            const int k = (d0 + (int)md[h * IW + w] * dD) * HW + h * IW + w;
+            if (pool_better(v, k, best, bk)) best = v, bk = k;
+          }
+      }
       y[o0 + oh * OW + ow] = best;
       indices[o0 + oh * OW + ow] = bk;
     }
@@ -695,16 +743,25 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     if (!indices && (direct || smem <= 200 * 1024) && g->out[0] <= 2147483647) {
       static int attr_set = 0;
       if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<true>,
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<true, true>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<false>,
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<true, false>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<false, true>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<false, false>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
         attr_set = 1;
       }
-      if (direct)
-        max_pool3d_separable_kernel<false><<<sgrid, 1024, (size_t)slice, s>>>(*g, x, y);
+      const bool vec = g->in[1] * g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0;
+      if (direct && vec)
+        max_pool3d_separable_kernel<false, true><<<sgrid, 1024, (size_t)slice, s>>>(*g, x, y);
+      else if (direct)
+        max_pool3d_separable_kernel<false, false><<<sgrid, 1024, (size_t)slice, s>>>(*g, x, y);
+      else if (vec)
+        max_pool3d_separable_kernel<true, true><<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
       else
-        max_pool3d_separable_kernel<true><<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
+        max_pool3d_separable_kernel<true, false><<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
       CUDA_CHECK_LAUNCH();
       return 0;
     }
@@ -723,11 +780,32 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
         g->kernel[0] <= 255 && span < ilim) {
       static int attr_set = 0;
       if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel,
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel<true, true>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel<true, false>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel<false, true>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
+        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel<false, false>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
         attr_set = 1;
       }
-      max_pool3d_slice_indices_kernel<<<sgrid, 1024, (size_t)ismem, s>>>(*g, x, y, indices);
+      // the second stage's maximum first where the windows do not overlap along h and w, a merge
+      // a tap where they do (VOLUA_POOL_IDX2=max|merge forces one; measuring)
+      static const char *i2 = getenv("VOLUA_POOL_IDX2");
+      const bool maxfirst = i2 && !strcmp(i2, "max")     ? true
+                            : i2 && !strcmp(i2, "merge") ? false
+                                                         : g->stride[1] > 1 || g->stride[2] > 1;
+      const bool vec = g->in[1] * g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0 && g->kernel[0] <= 4;
+#define VOLUA_SLICE(V, M) max_pool3d_slice_indices_kernel<V, M><<<sgrid, 1024, (size_t)ismem, s>>>(*g, x, y, indices)
+      if (vec) {
+        if (maxfirst) VOLUA_SLICE(true, true);
+        else VOLUA_SLICE(true, false);
+      } else {
+        if (maxfirst) VOLUA_SLICE(false, true);
+        else VOLUA_SLICE(false, false);
+      }
+#undef VOLUA_SLICE
       CUDA_CHECK_LAUNCH();
       return 0;
     }

@@ -379,7 +379,10 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{1, 3, 9, 128, 128}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
       {{1, 2, 4, 97, 130}, {kernel_size = {2, 4, 3}, stride = {1, 3, 2}, padding = {0, 2, 1}, dilation = {1, 2, 1}}},
       {{1, 3, 2, 64, 64}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice: -inf
-      -- the separable kernel without row maxima (slice and rows over 100 KB, the slice alone not)
+      -- the separable kernel without row maxima (slice and rows over 100 KB, the slice alone not; or
+      -- no more taps than the two stages: k 3, s 2), with 16- and 4-byte loads
+      {{1, 2, 9, 63, 63}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
+      {{2, 3, 13, 63, 63}, {kernel_size = 3, stride = 2, ceil_mode = true}, "steps"},
       {{1, 2, 5, 128, 128}, {kernel_size = 3, stride = 1, padding = 1}},
       {{1, 2, 4, 97, 160}, {kernel_size = {2, 4, 3}, stride = 1, padding = {0, 2, 1}, dilation = {1, 2, 1}}},
       {{1, 2, 5, 128, 128}, {kernel_size = 3, stride = 1, padding = 1}, "steps"},
