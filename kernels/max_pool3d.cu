@@ -271,9 +271,9 @@ static __global__ void __launch_bounds__(1024, 2) max_pool3d_separable_kernel(vo
 //      slices read with 16-byte coalesced loads, all of an element's issued before any compare);
 //   2. y[oh][ow], indices[oh][ow] = the winner among m[.][.] over the window's h x w taps: with
 //      MAXFIRST their maximum, then the smallest index among the taps equal to it (of NaN, the
-//      largest); else a merge (pool_better) a tap. MAXFIRST is faster where the windows do not
-//      overlap along h or w (stride 2 and more), the merge where they do (stride 1); the
-//      launcher's rule, measured in bench/NOTES.md (thirty-third session).
+//      largest); else a merge (pool_better) a tap. MAXFIRST measured faster where a stride along
+//      h or w exceeds 1 (k 3 and 5 at stride 2), the merge where both are 1 (k 3 s 1): the
+//      launcher's rule (bench/NOTES.md, thirty-third session; why, not understood).
 // Each stage starts, as the scan does, from -inf at the window's first position (moved past the
 // padding, as pool_window), so an all -inf window, and one that sees no input, give the plane
 // kernel's index. The tap numbers are bytes and the indices 32-bit (the launcher checks kD and
@@ -790,8 +790,8 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
         attr_set = 1;
       }
-      // the second stage's maximum first where the windows do not overlap along h and w, a merge
-      // a tap where they do (VOLUA_POOL_IDX2=max|merge forces one; measuring)
+      // the second stage's maximum first where a stride along h or w exceeds 1, a merge a tap
+      // where both are 1, as measured (VOLUA_POOL_IDX2=max|merge forces one; measuring)
       static const char *i2 = getenv("VOLUA_POOL_IDX2");
       const bool maxfirst = i2 && !strcmp(i2, "max")     ? true
                             : i2 && !strcmp(i2, "merge") ? false
