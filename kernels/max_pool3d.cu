@@ -1,9 +1,9 @@
 // max_pool3d.cu: max_pool3d with ceil_mode, padding, dilation, int64 indices and PyTorch's NaN
 // rule (src/cpu/max_pool3d.c is the reference). Kernels, by the launcher's choice: tiled (windows
-// that tile the input, kW 2), slab (small slices, and larger ones with kD 1: the input of several
-// output depths in shared memory), separable (values only, a slice in shared memory), slice (with
-// indices, a slice in shared memory), a thread per output with 32-bit plane indices, and a 64-bit
-// grid-stride loop for the rest.
+// that tile the input, kW 2), stream (k 3 s 1: a tile's input slices in order, each once), slab
+// (small slices, and larger ones with kD 1: the input of several output depths in shared memory),
+// separable (values only, a slice in shared memory), slice (with indices, a slice in shared
+// memory), a thread per output with 32-bit plane indices, and a 64-bit grid-stride loop for the rest.
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -519,6 +519,198 @@ static __global__ void __launch_bounds__(256) max_pool3d_slab_kernel(volua_pool3
   }
 }
 
+// Windows of 3 x 3 at stride 1 along h and w, KD taps at stride 1 along d, dilation 1 (k 3 s 1:
+// Inception's and I3D's branch pooling, "same" pooling): a block owns a tile of TH x TW outputs of
+// one plane and walks the input slices its output depths read, in order, each staged once in
+// shared memory by cp.async, two slices ahead (three buffers). Per slice a thread takes, for its
+// column and its RT consecutive rows, the winner over each row's 3 taps (3 loads) and then over 3
+// such rows (in registers, a row shared by 3 outputs), and folds it into the running winners of
+// the output depths whose windows end later (KD - 1 of them, in registers); an output depth is
+// stored once its last slice is folded. Every input element crosses DRAM once (the tile's edge
+// rows and columns twice, through L2), where the separable kernel read each slice for each of the
+// KD output depths that need it (k 3 s 1 p 1 on (16, 32, 64, 128, 128): 3.15 ms, 1.27 here on an
+// H200; bench/NOTES.md, thirty-fourth session) and the slab kernel scans 27 taps an output. RT 4
+// rows a thread measured 1-4 % faster than 8 (fewer registers: 4 blocks an SM with indices, not 2). Positions outside
+// the input are -inf in the buffers (set once: they depend on the tile only) and padding slices
+// are skipped, so no tap needs a bounds check.
+// Indices: the scan's rule (a value replaces the best when greater or NaN) folds the same way in
+// any grouping, so the winner of (d, h, w) in order is the winner over d of the winners over h of
+// the winners over w; it starts, as the plane kernel's scan, from -inf at the window's first
+// position past the padding (a -inf tap never replaces it).
+#define POOL_STREAM_RT 4
+struct StreamGeom {
+  int tiles_w, tiles_h, dchunk; // blockIdx.x: (D chunk, row tile, column tile), column fastest
+};
+
+__device__ __forceinline__ void pool_cp_async16(float *dst, const float *src) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(src) : "memory");
+}
+__device__ __forceinline__ void pool_cp_async4(float *dst, const float *src) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(a), "l"(src) : "memory");
+}
+__device__ __forceinline__ void pool_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void pool_cp_wait1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+
+// The scan's step: (v, k) replaces (best, bk) when v is greater or NaN.
+__device__ __forceinline__ void pool_step(float &best, int &bk, float v, int k) {
+  if (v > best || isnan(v)) best = v, bk = k;
+}
+
+// WX warps across (TW = 32 WX columns), 8 / WX down (TH = RT 8 / WX rows). VEC: the rows are whole
+// float4 (IW a multiple of 4, x 16-byte aligned): staged 16 bytes at a time.
+template <bool WITH_INDICES, int KD, int WX, bool VEC>
+static __global__ void __launch_bounds__(256) max_pool3d_stream_kernel(volua_pool3d_geom g, StreamGeom sg,
+                                                                       const float *__restrict__ x, float *__restrict__ y,
+                                                                       int64_t *__restrict__ indices) {
+  constexpr int RT = POOL_STREAM_RT, WY = 8 / WX, TH = WY * RT, TW = 32 * WX;
+  constexpr int SR = TH + 2, SC = TW + 8, SN = SR * SC; // a buffer: input rows oh0 - pH .., columns ow0 - 4 ..
+  constexpr int E = VEC ? 4 : 1, NS = (SN / E + 255) / 256; // staged units a thread
+  __shared__ __align__(16) float buf[3][SN];
+  const int ID = (int)g.in[0], IH = (int)g.in[1], IW = (int)g.in[2];
+  const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
+  const int pD = (int)g.padding[0], pH = (int)g.padding[1], pW = (int)g.padding[2];
+  const int HW = IH * IW;
+  const int64_t plane = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
+  if (plane >= g.planes) return;
+  int b = blockIdx.x;
+  const int tw = b % sg.tiles_w;
+  b /= sg.tiles_w;
+  const int th = b % sg.tiles_h, chunk = b / sg.tiles_h;
+  const int oh0 = th * TH, ow0 = tw * TW, od0 = chunk * sg.dchunk, od1 = min(od0 + sg.dchunk, OD);
+  // the input slices the chunk's windows cover: dlo .. dhi, of which da .. db exist
+  const int dlo = od0 - pD, dhi = od1 - 1 - pD + KD - 1, da = max(dlo, 0), db = min(dhi, ID - 1);
+  const int nval = db - da + 1;
+  const float *xp = x + plane * ((int64_t)ID * HW);
+
+  // each staged unit's offset in a slice, or -1 outside the input (-inf, set once) or past the buffer
+  int soff[NS];
+#pragma unroll
+  for (int k = 0; k < NS; k++) {
+    const int e = threadIdx.x + 256 * k, r = e * E / SC, c = e * E - r * SC;
+    const int h = oh0 - pH + r, w = ow0 - 4 + c;
+    soff[k] = -1;
+    if (e * E < SN && h >= 0 && h < IH && w >= 0 && w < IW) soff[k] = h * IW + w;
+    if (e * E < SN && soff[k] < 0)
+#pragma unroll
+      for (int q = 0; q < 3; q++)
+#pragma unroll
+        for (int u = 0; u < E; u++) buf[q][e * E + u] = -INFINITY;
+  }
+  auto issue = [&](int j) { // stage valid slice j (da + j) into buffer j % 3; a group either way
+    if (j < nval) {
+      const float *sp = xp + (int64_t)(da + j) * HW;
+      float *dst = buf[j % 3];
+#pragma unroll
+      for (int k = 0; k < NS; k++) {
+        const int e = threadIdx.x + 256 * k;
+        if (soff[k] >= 0) {
+          if (VEC) pool_cp_async16(dst + e * 4, sp + soff[k]);
+          else pool_cp_async4(dst + e, sp + soff[k]);
+        }
+      }
+    }
+    pool_cp_commit();
+  };
+  issue(0);
+  issue(1);
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wx = warp % WX, wy = warp / WX;
+  const int ow = ow0 + 32 * wx + lane, ohr = oh0 + wy * RT; // this thread's column, its first row
+  const int col = 32 * wx + lane + 4 - pW, row = wy * RT; // their first tap in a buffer
+  const bool col_ok = ow < OW;
+  // running winners: A[m] over the last m slices (m = 1 .. KD - 1), for each of the RT rows
+  constexpr int M = KD > 1 ? KD - 1 : 1;
+  float av[M + 1][RT];
+  int ai[M + 1][RT];
+#pragma unroll
+  for (int m = 0; m <= M; m++)
+#pragma unroll
+    for (int r = 0; r < RT; r++) av[m][r] = -INFINITY, ai[m][r] = 0;
+  // a tap's in-plane index, less d HW: the thread's first row's first tap, then r IW + kh IW + kw
+  const int hwb = (ohr - pH) * IW + ow - pW;
+  const int64_t OHW = (int64_t)OH * OW;
+
+  for (int d = dlo; d <= dhi; d++) {
+    const int j = d - da;
+    const bool valid = j >= 0 && j < nval; // the same for the whole block
+    float pv[RT];
+    int pk[RT]; // the slice's winner and its tap's offset kh IW + kw
+    if (valid) {
+      pool_cp_wait1();
+      __syncthreads(); // slice j is in; every thread is done with slice j - 1's buffer
+      issue(j + 2);
+      const float *bp = buf[j % 3] + row * SC + col;
+      float v0, v1, v2;
+      int k0 = 0, k1 = 0, k2 = 0;
+      auto taps = [&](const float *p, float &v, int &k) {
+        if (WITH_INDICES) {
+          v = p[0], k = 0;
+          pool_step(v, k, p[1], 1);
+          pool_step(v, k, p[2], 2);
+        } else {
+          v = nanmax(nanmax(p[0], p[1]), p[2]);
+        }
+      };
+      taps(bp, v0, k0);
+      taps(bp + SC, v1, k1);
+#pragma unroll
+      for (int r = 0; r < RT; r++) {
+        taps(bp + (r + 2) * SC, v2, k2);
+        if (WITH_INDICES) {
+          float v = v0;
+          int k = k0;
+          pool_step(v, k, v1, IW + k1);
+          pool_step(v, k, v2, 2 * IW + k2);
+          pv[r] = v, pk[r] = k;
+        } else {
+          pv[r] = nanmax(nanmax(v0, v1), v2);
+        }
+        v0 = v1, k0 = k1, v1 = v2, k1 = k2;
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < RT; r++) pv[r] = -INFINITY, pk[r] = 0;
+    }
+    const int dbase = d * HW + hwb; // (only used where a tap of slice d wins)
+    const int od = d + pD - (KD - 1);
+    if (od >= od0 && col_ok) { // output depth od's last slice is d: store it
+      float *yp = y + (plane * OD + od) * OHW + (int64_t)ohr * OW + ow;
+      const int d0 = max(od - pD, 0), w0 = max(ow - pW, 0);
+#pragma unroll
+      for (int r = 0; r < RT; r++) {
+        if (ohr + r >= OH) break;
+        if (WITH_INDICES) {
+          float v = -INFINITY; // the scan's start: the window's first position past the padding
+          int k = (d0 * IH + max(ohr + r - pH, 0)) * IW + w0;
+          if (KD > 1) pool_step(v, k, av[M][r], ai[M][r]);
+          pool_step(v, k, pv[r], dbase + r * IW + pk[r]);
+          yp[(int64_t)r * OW] = v;
+          indices[(yp - y) + (int64_t)r * OW] = k;
+        } else {
+          yp[(int64_t)r * OW] = KD > 1 ? nanmax(av[M][r], pv[r]) : pv[r];
+        }
+      }
+    }
+    // the running winners take slice d
+#pragma unroll
+    for (int r = 0; r < RT; r++) {
+#pragma unroll
+      for (int m = M; m >= 2; m--) {
+        if (WITH_INDICES) {
+          av[m][r] = av[m - 1][r], ai[m][r] = ai[m - 1][r];
+          pool_step(av[m][r], ai[m][r], pv[r], dbase + r * IW + pk[r]);
+        } else {
+          av[m][r] = nanmax(av[m - 1][r], pv[r]);
+        }
+      }
+      av[1][r] = pv[r];
+      if (WITH_INDICES) ai[1][r] = dbase + r * IW + pk[r];
+    }
+  }
+}
+
 // Windows that tile the input (kernel == stride, no padding, dilation 1, every window inside it)
 // with kW 2: each thread makes two adjacent outputs of a row from KD x KH input rows, one 16-byte
 // load a row, all issued before any max, and one 8-byte store (and one 16-byte store of the two
@@ -654,6 +846,50 @@ static int64_t slab_depths(const volua_pool3d_geom *g, SlabGeom *sg) {
   return R;
 }
 
+// The stream kernel's plan: *wx its warps across (1, 2 or 4 for outputs up to 32, 64 or more
+// columns; 0 where it does not run) and its tiles. It runs on windows of 3 x 3 x 3 at stride 1 with
+// dilation 1 (any padding), on slices of 4096 elements or more and on smaller ones with more than
+// 16 output columns. Slices below 4096 elements with 16 columns or fewer keep the slab kernel: on
+// I3D's 14 x 14 branch the stream kernel's 32-column tiles were 8 % faster without indices and 25 %
+// slower with them; on its 28 x 28 branch 3.4x and 2.5x faster than the slab kernel (H200;
+// bench/NOTES.md, thirty-fourth session). A block's output depths are all of its plane's, unless
+// that leaves fewer than two blocks an SM's 8: then chunks of 4 or more depths (each chunk reads
+// the 2 slices before it again). VOLUA_POOL_STREAM=0 turns it off, =2 runs it on any slice;
+// VOLUA_POOL_STREAM_BLOCKS sets the blocks wanted (measuring).
+static cudaError_t stream_plan(const volua_pool3d_geom *g, StreamGeom *sg, int *wx) {
+  static const char *mode = getenv("VOLUA_POOL_STREAM");
+  static const char *want = getenv("VOLUA_POOL_STREAM_BLOCKS");
+  *wx = 0;
+  if (mode && mode[0] == '0') return cudaSuccess;
+  for (int k = 0; k < 3; k++)
+    if (g->kernel[k] != 3 || g->stride[k] != 1 || g->dilation[k] != 1) return cudaSuccess;
+  if (g->in[1] * g->in[2] < 4096 && g->out[2] <= 16 && !(mode && mode[0] == '2')) return cudaSuccess;
+  const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : 1, TH = POOL_STREAM_RT * 8 / w, TW = 32 * w;
+  int sms = 0;
+  cudaError_t e = volua_sm_count(&sms);
+  if (e != cudaSuccess) return e;
+  const int64_t tiles_w = (g->out[2] + TW - 1) / TW, tiles_h = (g->out[1] + TH - 1) / TH, OD = g->out[0];
+  const int64_t blocks = tiles_w * tiles_h * g->planes, target = want ? atoll(want) : 16 * (int64_t)sms;
+  int64_t chunks = (target + blocks - 1) / blocks, most = (OD + 3) / 4;
+  if (chunks > most) chunks = most;
+  if (chunks < 1) chunks = 1;
+  const int64_t dchunk = (OD + chunks - 1) / chunks;
+  if (tiles_w * tiles_h * ((OD + dchunk - 1) / dchunk) >= ((int64_t)1 << 31)) return cudaSuccess;
+  sg->tiles_w = (int)tiles_w, sg->tiles_h = (int)tiles_h, sg->dchunk = (int)dchunk;
+  *wx = w;
+  return cudaSuccess;
+}
+
+// Raises KERNEL's dynamic shared-memory limit to `bytes`, once for each kernel instantiation.
+template <auto KERNEL>
+static cudaError_t pool_smem_limit(int bytes) {
+  static bool done = false;
+  if (done) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  done = e == cudaSuccess;
+  return e;
+}
+
 // A kernel switch for measuring: off when the environment variable is "0".
 static int pool_switch_on(const char *name) {
   const char *e = getenv(name);
@@ -696,6 +932,25 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     dim3 grid((unsigned)((g->out[1] * g->out[2] + 255) / 256), (unsigned)g->out[0], (unsigned)py);
     // the slice kernels' grid: a block per (output depth, plane)
     dim3 sgrid((unsigned)g->out[0], (unsigned)py, (unsigned)((g->planes + py - 1) / py));
+    // k 3 s 1 windows, but on small slices of 16 columns or fewer: the stream kernel
+    StreamGeom tg;
+    int twx = 0;
+    CUDA_CHECK(stream_plan(g, &tg, &twx));
+    if (twx) {
+      const bool vec = g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0;
+      const unsigned bx = (unsigned)(tg.tiles_w * tg.tiles_h * ((g->out[0] + tg.dchunk - 1) / tg.dchunk));
+      dim3 tgrid(bx, (unsigned)py, (unsigned)((g->planes + py - 1) / py));
+#define VOLUA_STREAM(RI, WX, V)                                                                                 \
+  max_pool3d_stream_kernel<RI, 3, WX, V><<<tgrid, 256, 0, s>>>(*g, tg, x, y, RI ? indices : NULL)
+#define VOLUA_STREAM_TILES(RI, V)                                                                               \
+  (twx == 4 ? VOLUA_STREAM(RI, 4, V) : twx == 2 ? VOLUA_STREAM(RI, 2, V) : VOLUA_STREAM(RI, 1, V))
+      if (indices) vec ? VOLUA_STREAM_TILES(true, true) : VOLUA_STREAM_TILES(true, false);
+      else vec ? VOLUA_STREAM_TILES(false, true) : VOLUA_STREAM_TILES(false, false);
+#undef VOLUA_STREAM_TILES
+#undef VOLUA_STREAM
+      CUDA_CHECK_LAUNCH();
+      return 0;
+    }
     // small slices: the slab kernel, R output depths a block
     SlabGeom sg;
     const int64_t R = slab_depths(g, &sg);
@@ -706,12 +961,7 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
       const int k133 = g->kernel[0] == 1 && g->kernel[1] == 3 && g->kernel[2] == 3;
 #define VOLUA_SLAB(RI, KD, KH, KW)                                                                             \
   do {                                                                                                         \
-    static int attr_set = 0;                                                                                   \
-    if (!attr_set) {                                                                                           \
-      CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slab_kernel<RI, KD, KH, KW>,                                  \
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, VOLUA_POOL_SLAB_MAX));      \
-      attr_set = 1;                                                                                            \
-    }                                                                                                          \
+    CUDA_CHECK((pool_smem_limit<max_pool3d_slab_kernel<RI, KD, KH, KW>>(VOLUA_POOL_SLAB_MAX)));                \
     max_pool3d_slab_kernel<RI, KD, KH, KW><<<bgrid, 256, bytes, s>>>(*g, sg, x, y, RI ? indices : NULL);       \
   } while (0)
       if (indices) {
@@ -741,27 +991,17 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
                        : sd && sd[0] == '0' ? 0
                                             : slice <= 100 * 1024 && (smem > 100 * 1024 || taps_direct <= taps_rows);
     if (!indices && (direct || smem <= 200 * 1024) && g->out[0] <= 2147483647) {
-      static int attr_set = 0;
-      if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<true, true>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<true, false>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<false, true>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_separable_kernel<false, false>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-        attr_set = 1;
-      }
       const bool vec = g->in[1] * g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0;
-      if (direct && vec)
-        max_pool3d_separable_kernel<false, true><<<sgrid, 1024, (size_t)slice, s>>>(*g, x, y);
-      else if (direct)
-        max_pool3d_separable_kernel<false, false><<<sgrid, 1024, (size_t)slice, s>>>(*g, x, y);
-      else if (vec)
-        max_pool3d_separable_kernel<true, true><<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
-      else
-        max_pool3d_separable_kernel<true, false><<<sgrid, 1024, (size_t)smem, s>>>(*g, x, y);
+#define VOLUA_SEPARABLE(ROWS, V)                                                                               \
+  do {                                                                                                         \
+    CUDA_CHECK((pool_smem_limit<max_pool3d_separable_kernel<ROWS, V>>(200 * 1024)));                           \
+    max_pool3d_separable_kernel<ROWS, V><<<sgrid, 1024, (size_t)(ROWS ? smem : slice), s>>>(*g, x, y);         \
+  } while (0)
+      if (direct && vec) VOLUA_SEPARABLE(false, true);
+      else if (direct) VOLUA_SEPARABLE(false, false);
+      else if (vec) VOLUA_SEPARABLE(true, true);
+      else VOLUA_SEPARABLE(true, false);
+#undef VOLUA_SEPARABLE
       CUDA_CHECK_LAUNCH();
       return 0;
     }
@@ -778,18 +1018,6 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     for (int k = 0; k < 3 && span < ilim; k++) span *= g->in[k] + g->kernel[k] * g->dilation[k];
     if (indices && sepidx_on && ismem <= 100 * 1024 && g->in[1] * g->in[2] >= 4096 && g->out[2] >= 32 &&
         g->kernel[0] <= 255 && span < ilim) {
-      static int attr_set = 0;
-      if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel<true, true>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel<true, false>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel<false, true>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
-        CUDA_CHECK(cudaFuncSetAttribute(max_pool3d_slice_indices_kernel<false, false>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
-        attr_set = 1;
-      }
       // the second stage's maximum first where a stride along h or w exceeds 1, a merge a tap
       // where both are 1, as measured (VOLUA_POOL_IDX2=max|merge forces one; measuring)
       static const char *i2 = getenv("VOLUA_POOL_IDX2");
@@ -797,7 +1025,11 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
                             : i2 && !strcmp(i2, "merge") ? false
                                                          : g->stride[1] > 1 || g->stride[2] > 1;
       const bool vec = g->in[1] * g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0 && g->kernel[0] <= 4;
-#define VOLUA_SLICE(V, M) max_pool3d_slice_indices_kernel<V, M><<<sgrid, 1024, (size_t)ismem, s>>>(*g, x, y, indices)
+#define VOLUA_SLICE(V, M)                                                                                      \
+  do {                                                                                                         \
+    CUDA_CHECK((pool_smem_limit<max_pool3d_slice_indices_kernel<V, M>>(100 * 1024)));                          \
+    max_pool3d_slice_indices_kernel<V, M><<<sgrid, 1024, (size_t)ismem, s>>>(*g, x, y, indices);               \
+  } while (0)
       if (vec) {
         if (maxfirst) VOLUA_SLICE(true, true);
         else VOLUA_SLICE(true, false);

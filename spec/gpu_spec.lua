@@ -487,6 +487,41 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     pool_cases("slab", cases, SEED + 470, r)
   end)
 
+  -- Windows of 3 x 3 x 3 at stride 1 (Inception's branch pooling) on slices of 4096 elements or
+  -- more: the stream kernel (a block walks a tile's input slices in order, staged two ahead, and
+  -- folds each slice's 3 x 3 winners into the output depths still open). Its tiles: 128 columns
+  -- (outputs wider than 64) or 64, one or several column tiles, partial row and column tiles; rows
+  -- of whole float4 or not (4-byte copies); padding 0 or 1 per dim; planes cut into chunks of
+  -- output depths when they are few (each chunk reads the slices before it again); inputs one
+  -- slice deep (the windows' other slices are padding). Each with ties, NaN and infinities, with
+  -- and without indices.
+  it("max_pool3d k 3 s 1 on larger slices (the stream kernel), values only and with indices", function()
+    local r = generator(SEED * 41 + 13)
+    local cases = {}
+    local shapes = {
+      {{2, 3, 9, 128, 128}, {padding = 1}},
+      {{1, 2, 12, 64, 72}, {padding = 0}}, -- 70 outputs a row: 128-column tiles, mostly idle
+      {{1, 2, 10, 64, 64}, {padding = 1}}, -- 64-column tiles, 32 rows
+      {{1, 3, 7, 61, 67}, {padding = 1}}, -- odd rows: 4-byte copies
+      {{1, 2, 6, 40, 300}, {padding = {1, 0, 1}}}, -- three column tiles
+      {{2, 2, 5, 130, 33}, {padding = {0, 1, 1}}}, -- 33 columns (64-column tiles, 4-byte copies), 130 rows
+      {{1, 2, 6, 150, 30}, {padding = {1, 1, 0}}}, -- 28 columns: 32-column tiles of 32 rows
+      {{2, 3, 5, 28, 28}, {padding = 1}}, -- I3D's 28 x 28 branch
+      {{1, 1, 40, 64, 64}, {padding = 1}}, -- one plane: 10 chunks of 4 output depths
+      {{1, 2, 3, 64, 64}, {padding = 0}}, -- one output depth
+      {{1, 2, 1, 64, 64}, {padding = 1}}, -- one input slice
+    }
+    for _, c in ipairs(shapes) do
+      for _, data_kind in ipairs({false, "steps", "nans", "infs"}) do
+        for _, ri in ipairs({false, true}) do
+          cases[#cases + 1] = {c[1], {kernel_size = 3, stride = 1, padding = c[2].padding, return_indices = ri},
+                               data_kind or nil}
+        end
+      end
+    end
+    pool_cases("stream", cases, SEED + 530, r)
+  end)
+
   it("the KernelBench shapes of issue 4, reduced in batch", function()
     local x = vol.rand({1, 32, 16, 32, 32}, {seed = SEED + 51})
     local w = vol.rand({32, 16, 3, 3, 3}, {seed = SEED + 52})
