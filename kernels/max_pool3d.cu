@@ -1,6 +1,7 @@
 // max_pool3d.cu: max_pool3d with ceil_mode, padding, dilation, int64 indices and PyTorch's NaN
 // rule (src/cpu/max_pool3d.c is the reference). Kernels, by the launcher's choice: tiled (windows
-// that tile the input, kW 2), stream (k 3 s 1: a tile's input slices in order, each once), slab
+// that tile the input, kW 2), stream (k 3 s 1: a tile's input slices in order, each once), ring
+// (k 3 and 5 s 2 along h and w: the same, with a ring of slices for any window along d), slab
 // (small slices, and larger ones with kD 1: the input of several output depths in shared memory),
 // separable (values only, a slice in shared memory), slice (with indices, a slice in shared
 // memory), a thread per output with 32-bit plane indices, and a 64-bit grid-stride loop for the rest.
@@ -538,6 +539,21 @@ static __global__ void __launch_bounds__(256) max_pool3d_slab_kernel(volua_pool3
 // the winners over w; it starts, as the plane kernel's scan, from -inf at the window's first
 // position past the padding (a -inf tap never replaces it).
 #define POOL_STREAM_RT 4
+// A block's tile (the stream and ring kernels), by the launcher's code TILE: 4, 2, 1 for WX warps
+// across, 32 lanes a row and RT0 rows a thread; 16 for one warp across, 16 lanes a row (a warp
+// takes two rows) and one row a thread, for outputs of 16 columns or fewer. 8 / WX warps down.
+template <int TILE, int RT0>
+struct PoolTile {
+  static constexpr int WX = TILE == 16 ? 1 : TILE, LW = TILE == 16 ? 16 : 32, RT = TILE == 16 ? 1 : RT0;
+  static constexpr int LS = 32 / LW, WY = 8 / WX, TH = WY * LS * RT, TW = LW * WX;
+};
+// A buffer's pitch from `base` floats: with 16 lanes a row, one where the warp's two rows (`step`
+// rows apart) fall on the two halves of the banks.
+__host__ __device__ constexpr int pool_pitch(int base, int step, bool half) {
+  if (half)
+    while ((step * base) % 32 != 16) base += 4;
+  return base;
+}
 struct StreamGeom {
   int tiles_w, tiles_h, dchunk; // blockIdx.x: (D chunk, row tile, column tile), column fastest
 };
@@ -558,14 +574,15 @@ __device__ __forceinline__ void pool_step(float &best, int &bk, float v, int k) 
   if (v > best || isnan(v)) best = v, bk = k;
 }
 
-// WX warps across (TW = 32 WX columns), 8 / WX down (TH = RT 8 / WX rows). VEC: the rows are whole
-// float4 (IW a multiple of 4, x 16-byte aligned): staged 16 bytes at a time.
-template <bool WITH_INDICES, int KD, int WX, bool VEC>
+// TILE: PoolTile's. VEC: the rows are whole float4 (IW a multiple of 4, x 16-byte aligned): staged
+// 16 bytes at a time.
+template <bool WITH_INDICES, int KD, int TILE, bool VEC>
 static __global__ void __launch_bounds__(256) max_pool3d_stream_kernel(volua_pool3d_geom g, StreamGeom sg,
                                                                        const float *__restrict__ x, float *__restrict__ y,
                                                                        int64_t *__restrict__ indices) {
-  constexpr int RT = POOL_STREAM_RT, WY = 8 / WX, TH = WY * RT, TW = 32 * WX;
-  constexpr int SR = TH + 2, SC = TW + 8, SN = SR * SC; // a buffer: input rows oh0 - pH .., columns ow0 - 4 ..
+  using P = PoolTile<TILE, POOL_STREAM_RT>;
+  constexpr int WX = P::WX, LW = P::LW, LS = P::LS, RT = P::RT, TH = P::TH, TW = P::TW;
+  constexpr int SR = TH + 2, SC = pool_pitch(TW + 8, RT, LW < 32), SN = SR * SC; // a buffer: input rows oh0 - pH .., columns ow0 - 4 ..
   constexpr int E = VEC ? 4 : 1, NS = (SN / E + 255) / 256; // staged units a thread
   __shared__ __align__(16) float buf[3][SN];
   const int ID = (int)g.in[0], IH = (int)g.in[1], IW = (int)g.in[2];
@@ -617,8 +634,9 @@ static __global__ void __launch_bounds__(256) max_pool3d_stream_kernel(volua_poo
   issue(1);
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wx = warp % WX, wy = warp / WX;
-  const int ow = ow0 + 32 * wx + lane, ohr = oh0 + wy * RT; // this thread's column, its first row
-  const int col = 32 * wx + lane + 4 - pW, row = wy * RT; // their first tap in a buffer
+  const int lc = LW * wx + lane % LW, lr = (wy * LS + lane / LW) * RT; // column and first row in the tile
+  const int ow = ow0 + lc, ohr = oh0 + lr;  // this thread's column, its first row
+  const int col = lc + 4 - pW, row = lr;    // their first tap in a buffer
   const bool col_ok = ow < OW;
   // running winners: A[m] over the last m slices (m = 1 .. KD - 1), for each of the RT rows
   constexpr int M = KD > 1 ? KD - 1 : 1;
@@ -707,6 +725,157 @@ static __global__ void __launch_bounds__(256) max_pool3d_stream_kernel(volua_poo
       }
       av[1][r] = pv[r];
       if (WITH_INDICES) ai[1][r] = dbase + r * IW + pk[r];
+    }
+  }
+}
+
+// Windows of KH x KW at stride SH x SW along h and w with dilation 1, and any window along d (k 3
+// s 2 and k 5 s 2: the downsampling poolings of 3D networks): the ring kernel. As the stream kernel,
+// a block owns a tile of TH x TW outputs of one plane and a run of its output depths, and stages
+// each input slice it reads once (cp.async, positions outside the input -inf, set once), but in a
+// ring of buffers: the slices of one output depth's window (its span along d) and those the next
+// output depth adds, which are staged while this one is computed. A thread takes its column and
+// RT rows: the winner over each input row's KW taps (RT rows share the rows between them), then
+// over KH such rows, and folds them over the window's slices in order into the scan's winner
+// (started, as there, from -inf at the window's first position past the padding), so values and
+// indices are the plane kernel's. A slice shared by two output depths (k 3 s 2) is reduced twice
+// from shared memory, not read twice from memory, where the separable and slice kernels read it
+// for each output depth and the slab kernel keeps no slice across blocks.
+#define POOL_RING_RT 2 // rows a thread (PoolTile's RT0)
+#define POOL_RING_NB 8 // buffers at most: a window's slices (kD - 1) dD + 1 plus its stride
+struct RingGeom {
+  int tiles_w, tiles_h, dchunk; // as StreamGeom's
+  int nb;                       // buffers: (kD - 1) dD + 1 + sD
+};
+
+template <int KH, int KW, int SH, int SW, int TILE>
+struct RingTile : PoolTile<TILE, POOL_RING_RT> {
+  using P = PoolTile<TILE, POOL_RING_RT>;
+  static constexpr int RT = P::RT, TH = P::TH, TW = P::TW;
+  static constexpr int SR = (TH - 1) * SH + KH;                                              // a buffer's rows (from oh0 SH - pH)
+  static constexpr int SC = pool_pitch(((TW - 1) * SW + KW + 4 + 3) / 4 * 4, RT * SH, P::LW < 32); // its columns (from ow0 SW - 4)
+  static constexpr int SN = SR * SC, NR = (RT - 1) * SH + KH;          // a thread's input rows a slice
+};
+
+template <bool WITH_INDICES, int KH, int KW, int SH, int SW, int TILE, bool VEC>
+static __global__ void __launch_bounds__(256) max_pool3d_ring_kernel(volua_pool3d_geom g, RingGeom rg,
+                                                                     const float *__restrict__ x, float *__restrict__ y,
+                                                                     int64_t *__restrict__ indices) {
+  using T = RingTile<KH, KW, SH, SW, TILE>;
+  constexpr int WX = T::WX, LW = T::LW, LS = T::LS, RT = T::RT, TH = T::TH, TW = T::TW, SC = T::SC, SN = T::SN;
+  constexpr int NR = T::NR;
+  constexpr int E = VEC ? 4 : 1, NS = (SN / E + 255) / 256; // staged units a thread
+  extern __shared__ __align__(16) float ring[];             // rg.nb buffers of SN floats
+  const int ID = (int)g.in[0], IH = (int)g.in[1], IW = (int)g.in[2];
+  const int OD = (int)g.out[0], OH = (int)g.out[1], OW = (int)g.out[2];
+  const int kD = (int)g.kernel[0], sD = (int)g.stride[0], pD = (int)g.padding[0], dD = (int)g.dilation[0];
+  const int pH = (int)g.padding[1], pW = (int)g.padding[2];
+  const int HW = IH * IW, nb = rg.nb, span = (kD - 1) * dD;
+  const int64_t plane = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
+  if (plane >= g.planes) return;
+  int b = blockIdx.x;
+  const int tw = b % rg.tiles_w;
+  b /= rg.tiles_w;
+  const int th = b % rg.tiles_h, chunk = b / rg.tiles_h;
+  const int oh0 = th * TH, ow0 = tw * TW, od0 = chunk * rg.dchunk, od1 = min(od0 + rg.dchunk, OD);
+  const int da = max(od0 * sD - pD, 0); // the first slice staged: buffer (d - da) % nb holds slice d
+  const float *xp = x + plane * ((int64_t)ID * HW);
+
+  int soff[NS]; // each staged unit's offset in a slice, or -1 (outside the input: -inf; past the buffer)
+#pragma unroll
+  for (int k = 0; k < NS; k++) {
+    const int e = threadIdx.x + 256 * k, r = e * E / SC, c = e * E - r * SC;
+    const int h = oh0 * SH - pH + r, w = ow0 * SW - 4 + c;
+    soff[k] = -1;
+    if (e * E < SN && h >= 0 && h < IH && w >= 0 && w < IW) soff[k] = h * IW + w;
+    if (e * E < SN && soff[k] < 0)
+      for (int q = 0; q < nb; q++)
+#pragma unroll
+        for (int u = 0; u < E; u++) ring[q * SN + e * E + u] = -INFINITY;
+  }
+  int next = da; // the next slice to stage
+  auto stage = [&](int first, int last) { // slices max(next, first) .. last that exist, one group
+    next = max(next, max(first, 0));
+    for (; next <= min(last, ID - 1); next++) {
+      const float *sp = xp + (int64_t)next * HW;
+      float *dst = ring + ((next - da) % nb) * SN;
+#pragma unroll
+      for (int k = 0; k < NS; k++) {
+        const int e = threadIdx.x + 256 * k;
+        if (soff[k] >= 0) {
+          if (VEC) pool_cp_async16(dst + e * 4, sp + soff[k]);
+          else pool_cp_async4(dst + e, sp + soff[k]);
+        }
+      }
+    }
+    pool_cp_commit();
+  };
+  stage(od0 * sD - pD, od0 * sD - pD + span);
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wx = warp % WX, wy = warp / WX;
+  const int lc = LW * wx + lane % LW, lr = (wy * LS + lane / LW) * RT; // column and first row in the tile
+  const int ow = ow0 + lc, ohr = oh0 + lr;                             // this thread's column, its first row
+  const float *tap0 = ring + (lr * SH) * SC + lc * SW + 4 - pW;
+  // a tap's in-plane index, less d HW: the thread's first row's window corner, then + rr SH IW + kh IW + kw
+  const int hwb = (ohr * SH - pH) * IW + ow * SW - pW;
+  int hf[RT], wf; // the windows' first rows and column past the padding (the scan's start)
+  {
+    int e;
+#pragma unroll
+    for (int rr = 0; rr < RT; rr++) pool_window32(g, 1, min(ohr + rr, OH - 1), hf[rr], e);
+    pool_window32(g, 2, min(ow, OW - 1), wf, e);
+  }
+  const int64_t OHW = (int64_t)OH * OW;
+  for (int od = od0; od < od1; od++) {
+    const int e0 = od * sD - pD;
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads(); // od's slices are in; every thread is done with od - 1's
+    if (od + 1 < od1) stage(e0 + sD, e0 + sD + span); // the next output depth's slices, beside this one's work
+    float best[RT];
+    int bi[RT];
+    {
+      int d0, e;
+      pool_window32(g, 0, od, d0, e);
+#pragma unroll
+      for (int rr = 0; rr < RT; rr++) best[rr] = -INFINITY, bi[rr] = (d0 * IH + hf[rr]) * IW + wf;
+    }
+    for (int k = 0; k < kD; k++) {
+      const int d = e0 + k * dD;
+      if (d < 0 || d >= ID) continue; // (the same for the whole block)
+      const float *bp = tap0 + ((d - da) % nb) * SN;
+      float hv[NR];
+      int hk[NR];
+#pragma unroll
+      for (int i = 0; i < NR; i++) { // each input row's winner over its KW taps
+        hv[i] = bp[i * SC], hk[i] = 0;
+#pragma unroll
+        for (int kw = 1; kw < KW; kw++)
+          if (WITH_INDICES) pool_step(hv[i], hk[i], bp[i * SC + kw], kw);
+          else hv[i] = nanmax(hv[i], bp[i * SC + kw]);
+      }
+      const int dbase = d * HW + hwb;
+#pragma unroll
+      for (int rr = 0; rr < RT; rr++) { // then over KH rows, then into the window's winner
+        if (WITH_INDICES) {
+          float v = hv[rr * SH];
+          int o = hk[rr * SH];
+#pragma unroll
+          for (int kh = 1; kh < KH; kh++) pool_step(v, o, hv[rr * SH + kh], kh * IW + hk[rr * SH + kh]);
+          pool_step(best[rr], bi[rr], v, dbase + rr * SH * IW + o);
+        } else {
+#pragma unroll
+          for (int kh = 0; kh < KH; kh++) best[rr] = nanmax(best[rr], hv[rr * SH + kh]);
+        }
+      }
+    }
+    if (ow < OW) {
+      const int64_t o = (plane * OD + od) * OHW + (int64_t)ohr * OW + ow;
+#pragma unroll
+      for (int rr = 0; rr < RT; rr++) {
+        if (ohr + rr >= OH) break;
+        y[o + (int64_t)rr * OW] = best[rr];
+        if (WITH_INDICES) indices[o + (int64_t)rr * OW] = bi[rr];
+      }
     }
   }
 }
@@ -846,16 +1015,16 @@ static int64_t slab_depths(const volua_pool3d_geom *g, SlabGeom *sg) {
   return R;
 }
 
-// The stream kernel's plan: *wx its warps across (1, 2 or 4 for outputs up to 32, 64 or more
-// columns; 0 where it does not run) and its tiles. It runs on windows of 3 x 3 x 3 at stride 1 with
-// dilation 1 (any padding), on slices of 4096 elements or more and on smaller ones with more than
-// 16 output columns. Slices below 4096 elements with 16 columns or fewer keep the slab kernel: on
-// I3D's 14 x 14 branch the stream kernel's 32-column tiles were 8 % faster without indices and 25 %
-// slower with them; on its 28 x 28 branch 3.4x and 2.5x faster than the slab kernel (H200;
-// bench/NOTES.md, thirty-fourth session). A block's output depths are all of its plane's, unless
-// that leaves fewer than two blocks an SM's 8: then chunks of 4 or more depths (each chunk reads
-// the 2 slices before it again). VOLUA_POOL_STREAM=0 turns it off, =2 runs it on any slice;
-// VOLUA_POOL_STREAM_BLOCKS sets the blocks wanted (measuring).
+// The stream kernel's plan: *wx its tile (PoolTile's code: 4, 2, 1 for outputs of more than 64,
+// 32, 16 columns, 16 for fewer; 0 where it does not run) and its tiles. It runs on windows of
+// 3 x 3 x 3 at stride 1 with dilation 1 (any padding) and 12 output columns or more. Against the
+// kernels before it (H200; bench/NOTES.md, thirty-fourth session): (16, 32, 64, 128, 128) 3.15 ->
+// 1.27 ms, I3D's 28 x 28 branch 0.209 -> 0.060, its 14 x 14 one 0.113 -> 0.068; but its 7 x 7
+// one 0.029 -> 0.044 (a 16 x 16 tile for 7 x 7 outputs), so fewer than 12 columns keep the slab
+// kernel (12 lies between the two measured widths; not measured itself). A block's output depths
+// are all of its plane's, unless that leaves fewer than two blocks an SM's 8: then chunks of 4 or
+// more depths (each chunk reads the 2 slices before it again). VOLUA_POOL_STREAM=0 turns it off,
+// =2 runs it on any width; VOLUA_POOL_STREAM_BLOCKS sets the blocks wanted (measuring).
 static cudaError_t stream_plan(const volua_pool3d_geom *g, StreamGeom *sg, int *wx) {
   static const char *mode = getenv("VOLUA_POOL_STREAM");
   static const char *want = getenv("VOLUA_POOL_STREAM_BLOCKS");
@@ -863,8 +1032,13 @@ static cudaError_t stream_plan(const volua_pool3d_geom *g, StreamGeom *sg, int *
   if (mode && mode[0] == '0') return cudaSuccess;
   for (int k = 0; k < 3; k++)
     if (g->kernel[k] != 3 || g->stride[k] != 1 || g->dilation[k] != 1) return cudaSuccess;
-  if (g->in[1] * g->in[2] < 4096 && g->out[2] <= 16 && !(mode && mode[0] == '2')) return cudaSuccess;
-  const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : 1, TH = POOL_STREAM_RT * 8 / w, TW = 32 * w;
+  if (g->out[2] < 12 && !(mode && mode[0] == '2')) return cudaSuccess;
+  const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : g->out[2] > 16 ? 1 : 16;
+  const int TH = w == 4   ? PoolTile<4, POOL_STREAM_RT>::TH
+                 : w == 2 ? PoolTile<2, POOL_STREAM_RT>::TH
+                 : w == 1 ? PoolTile<1, POOL_STREAM_RT>::TH
+                          : PoolTile<16, POOL_STREAM_RT>::TH;
+  const int TW = w == 16 ? 16 : 32 * w;
   int sms = 0;
   cudaError_t e = volua_sm_count(&sms);
   if (e != cudaSuccess) return e;
@@ -876,6 +1050,54 @@ static cudaError_t stream_plan(const volua_pool3d_geom *g, StreamGeom *sg, int *
   const int64_t dchunk = (OD + chunks - 1) / chunks;
   if (tiles_w * tiles_h * ((OD + dchunk - 1) / dchunk) >= ((int64_t)1 << 31)) return cudaSuccess;
   sg->tiles_w = (int)tiles_w, sg->tiles_h = (int)tiles_h, sg->dchunk = (int)dchunk;
+  *wx = w;
+  return cudaSuccess;
+}
+
+// The ring kernel's plan: *wx its tile (as the stream kernel's; 0 where it does not run), its
+// tiles and buffers. It runs on windows of 3 x 3 at stride 2 along h and w, and of 5 x 5 with
+// indices, with dilation 1 there and padding up to 4, any window along d whose slices and stride
+// fit 8 buffers, and 16 output columns or more. Against the kernels before it (H200;
+// bench/NOTES.md, thirty-fourth session): k 3 s 2 p 1 on (16, 32, 64, 128, 128) 0.769 -> 0.710
+// ms, with indices 1.232 -> 0.904; on (32, 64, 32^3) (16 columns) 0.145 -> 0.125; k 5 s 2 p 2 on
+// (8, 32, 64^3) with indices 0.359 -> 0.298. Kept off: k 5 without indices (0.174 -> 0.221: the
+// separable kernel reduces the 5 slices first, here each slice's 5 x 5 taps are reduced for each
+// of its output depths) and I3D's 28 x 28 k 3 s 2 p 1 (14 columns: 0.110 -> 0.114, with indices
+// 0.132 -> 0.152). D chunks as the stream kernel's. VOLUA_POOL_RING=0 turns it off, =2 runs it on
+// any width and on k 5 without indices (measuring).
+static cudaError_t ring_plan(const volua_pool3d_geom *g, RingGeom *rg, int *wx, bool with_indices) {
+  static const char *mode = getenv("VOLUA_POOL_RING");
+  *wx = 0;
+  if (mode && mode[0] == '0') return cudaSuccess;
+  const bool forced = mode && mode[0] == '2';
+  const int64_t k = g->kernel[1];
+  if (g->kernel[2] != k || (k != 3 && k != 5) || (k == 5 && !with_indices && !forced)) return cudaSuccess;
+  for (int i = 1; i < 3; i++)
+    if (g->stride[i] != 2 || g->dilation[i] != 1 || g->padding[i] > 4) return cudaSuccess;
+  const int64_t nb = (g->kernel[0] - 1) * g->dilation[0] + 1 + g->stride[0];
+  if (nb > POOL_RING_NB || (g->out[2] < 16 && !forced)) return cudaSuccess;
+  // the scan's start may lie past the input along d (a window with no input slice): its 32-bit
+  // in-plane index needs the windows' extent, as the slice kernel's check
+  int64_t span = 1;
+  for (int i = 0; i < 3 && span < ((int64_t)1 << 31); i++) span *= g->in[i] + g->kernel[i] * g->dilation[i];
+  if (span >= ((int64_t)1 << 31)) return cudaSuccess;
+  const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : g->out[2] > 16 ? 1 : 16;
+  const int TH = w == 4   ? PoolTile<4, POOL_RING_RT>::TH
+                 : w == 2 ? PoolTile<2, POOL_RING_RT>::TH
+                 : w == 1 ? PoolTile<1, POOL_RING_RT>::TH
+                          : PoolTile<16, POOL_RING_RT>::TH;
+  const int TW = w == 16 ? 16 : 32 * w;
+  int sms = 0;
+  cudaError_t e = volua_sm_count(&sms);
+  if (e != cudaSuccess) return e;
+  const int64_t tiles_w = (g->out[2] + TW - 1) / TW, tiles_h = (g->out[1] + TH - 1) / TH, OD = g->out[0];
+  const int64_t blocks = tiles_w * tiles_h * g->planes, target = 16 * (int64_t)sms;
+  int64_t chunks = (target + blocks - 1) / blocks, most = (OD + 3) / 4;
+  if (chunks > most) chunks = most;
+  if (chunks < 1) chunks = 1;
+  const int64_t dchunk = (OD + chunks - 1) / chunks;
+  if (tiles_w * tiles_h * ((OD + dchunk - 1) / dchunk) >= ((int64_t)1 << 31)) return cudaSuccess;
+  rg->tiles_w = (int)tiles_w, rg->tiles_h = (int)tiles_h, rg->dchunk = (int)dchunk, rg->nb = (int)nb;
   *wx = w;
   return cudaSuccess;
 }
@@ -932,7 +1154,7 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     dim3 grid((unsigned)((g->out[1] * g->out[2] + 255) / 256), (unsigned)g->out[0], (unsigned)py);
     // the slice kernels' grid: a block per (output depth, plane)
     dim3 sgrid((unsigned)g->out[0], (unsigned)py, (unsigned)((g->planes + py - 1) / py));
-    // k 3 s 1 windows, but on small slices of 16 columns or fewer: the stream kernel
+    // k 3 s 1 windows with 12 output columns or more: the stream kernel
     StreamGeom tg;
     int twx = 0;
     CUDA_CHECK(stream_plan(g, &tg, &twx));
@@ -940,14 +1162,57 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
       const bool vec = g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0;
       const unsigned bx = (unsigned)(tg.tiles_w * tg.tiles_h * ((g->out[0] + tg.dchunk - 1) / tg.dchunk));
       dim3 tgrid(bx, (unsigned)py, (unsigned)((g->planes + py - 1) / py));
-#define VOLUA_STREAM(RI, WX, V)                                                                                 \
-  max_pool3d_stream_kernel<RI, 3, WX, V><<<tgrid, 256, 0, s>>>(*g, tg, x, y, RI ? indices : NULL)
+#define VOLUA_STREAM(RI, TILE, V)                                                                               \
+  max_pool3d_stream_kernel<RI, 3, TILE, V><<<tgrid, 256, 0, s>>>(*g, tg, x, y, RI ? indices : NULL)
 #define VOLUA_STREAM_TILES(RI, V)                                                                               \
-  (twx == 4 ? VOLUA_STREAM(RI, 4, V) : twx == 2 ? VOLUA_STREAM(RI, 2, V) : VOLUA_STREAM(RI, 1, V))
+  (twx == 4   ? VOLUA_STREAM(RI, 4, V)                                                                          \
+   : twx == 2 ? VOLUA_STREAM(RI, 2, V)                                                                          \
+   : twx == 1 ? VOLUA_STREAM(RI, 1, V)                                                                          \
+              : VOLUA_STREAM(RI, 16, V))
       if (indices) vec ? VOLUA_STREAM_TILES(true, true) : VOLUA_STREAM_TILES(true, false);
       else vec ? VOLUA_STREAM_TILES(false, true) : VOLUA_STREAM_TILES(false, false);
 #undef VOLUA_STREAM_TILES
 #undef VOLUA_STREAM
+      CUDA_CHECK_LAUNCH();
+      return 0;
+    }
+    // windows of 3 x 3 (5 x 5 with indices) at stride 2 along h and w: the ring kernel
+    RingGeom rg;
+    int rwx = 0;
+    CUDA_CHECK(ring_plan(g, &rg, &rwx, indices != NULL));
+    if (rwx) {
+      const bool vec = g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0;
+      const unsigned bx = (unsigned)(rg.tiles_w * rg.tiles_h * ((g->out[0] + rg.dchunk - 1) / rg.dchunk));
+      dim3 rgrid(bx, (unsigned)py, (unsigned)((g->planes + py - 1) / py));
+#define VOLUA_RING(RI, K, TILE, V)                                                                             \
+  do {                                                                                                         \
+    constexpr int sn = RingTile<K, K, 2, 2, TILE>::SN * (int)sizeof(float);                                    \
+    CUDA_CHECK((pool_smem_limit<max_pool3d_ring_kernel<RI, K, K, 2, 2, TILE, V>>(POOL_RING_NB * sn)));         \
+    max_pool3d_ring_kernel<RI, K, K, 2, 2, TILE, V><<<rgrid, 256, (size_t)(rg.nb * sn), s>>>(*g, rg, x, y,      \
+                                                                                          RI ? indices : NULL); \
+  } while (0)
+#define VOLUA_RING_WX(RI, K, V)                                                                                \
+  do {                                                                                                         \
+    if (rwx == 4) VOLUA_RING(RI, K, 4, V);                                                                     \
+    else if (rwx == 2) VOLUA_RING(RI, K, 2, V);                                                                \
+    else if (rwx == 1) VOLUA_RING(RI, K, 1, V);                                                                \
+    else VOLUA_RING(RI, K, 16, V);                                                                             \
+  } while (0)
+#define VOLUA_RING_V(RI, K)                                                                                    \
+  do {                                                                                                         \
+    if (vec) VOLUA_RING_WX(RI, K, true);                                                                       \
+    else VOLUA_RING_WX(RI, K, false);                                                                          \
+  } while (0)
+      if (g->kernel[1] == 3) {
+        if (indices) VOLUA_RING_V(true, 3);
+        else VOLUA_RING_V(false, 3);
+      } else {
+        if (indices) VOLUA_RING_V(true, 5);
+        else VOLUA_RING_V(false, 5);
+      }
+#undef VOLUA_RING_V
+#undef VOLUA_RING_WX
+#undef VOLUA_RING
       CUDA_CHECK_LAUNCH();
       return 0;
     }

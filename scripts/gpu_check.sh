@@ -4,7 +4,8 @@
 # (see ../shared/device/README.md):
 #   the GPU's line from nvidia-smi; every spec with VOLUA_TEST_DEVICE=cuda and new GPU tensors
 #   poisoned with NaN (VOLUA_POISON=1); the golden cases again at math "tf32"; spec/fast_spec.lua
-#   again under the plan switches that force the variants the default rules rarely take; then the specs under
+#   again under the plan switches that force the variants the default rules rarely take, and the
+#   pooling specs under max_pool3d's kernel switches; then the specs under
 #   compute-sanitizer memcheck, racecheck, initcheck (without poisoning: a memset would hide
 #   unwritten memory from initcheck) and synccheck (barrier use), each with its summary.
 # Prints "N passed, N failed, N skipped" per run and exits non-zero on any failure or sanitizer error.
@@ -104,6 +105,17 @@ if [ "$what" = all ] || [ "$what" = specs ]; then
     "VOLUA_TC_KW_TEAMS=1" "VOLUA_TC_KW_TEAMS=2" "VOLUA_TC_KW=0"; do
     for kv in $v; do export "$kv"; done
     VOLUA_POISON=1 VOLUA_TEST_LARGE=0 run_specs "fast_spec with $v" "$VOLUA" spec/fast_spec.lua
+    for kv in $v; do unset "${kv%%=*}"; done
+  done
+  # max_pool3d's kernels that the default rules give few of the specs' shapes: the pooling specs
+  # again with the stream and ring kernels off (the slab, separable and slice kernels take their
+  # shapes; and there with each second stage of the slice kernel), with both forced on every width
+  # (and the ring kernel on k 5 without indices), and with the slab kernel off
+  for v in "VOLUA_POOL_STREAM=0 VOLUA_POOL_RING=0" "VOLUA_POOL_STREAM=0 VOLUA_POOL_RING=0 VOLUA_POOL_IDX2=max" \
+    "VOLUA_POOL_STREAM=0 VOLUA_POOL_RING=0 VOLUA_POOL_IDX2=merge" "VOLUA_POOL_STREAM=2 VOLUA_POOL_RING=2" \
+    "VOLUA_POOL_SLAB=0"; do
+    for kv in $v; do export "$kv"; done
+    VOLUA_POISON=1 VOLUA_TEST_LARGE=0 run_specs "max_pool3d specs with $v" "$VOLUA" --filter max_pool3d spec/gpu_spec.lua
     for kv in $v; do unset "${kv%%=*}"; done
   done
   echo "== Ctrl-C during a long GPU op in the REPL"

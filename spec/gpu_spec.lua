@@ -363,7 +363,11 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
   -- elements or more) and the slice kernel (with indices) of kernels/max_pool3d.cu (16- and 4-byte
   -- loads, slices up to 150 x 150; windows of up to 4 input slices loaded together and of 5 in a
   -- loop; output depths whose window holds no input slice; the separable kernel with and without
-  -- its row maxima), and the tiled kernel. Smaller slices go to the slab kernel (the next spec).
+  -- its row maxima), and the tiled kernel. Smaller slices go to the slab kernel (the next spec),
+  -- windows of 3 x 3 x 3 at stride 1 and of 3 x 3 or 5 x 5 at stride 2 along h and w to the stream
+  -- and ring kernels (the specs after it): a dilation or another kernel here keeps most shapes off
+  -- them; the k 3 s 1 cases with indices are theirs by default, and scripts/gpu_check.sh runs the
+  -- pooling specs again with them off.
   it("max_pool3d on larger planes, values only and with indices", function()
     local r = generator(SEED * 31 + 7)
     local cases = {
@@ -382,10 +386,10 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       -- the separable kernel without row maxima (slice and rows over 100 KB, the slice alone not; or
       -- no more taps than the two stages: k 3, s 2), with 16- and 4-byte loads
       {{1, 2, 9, 63, 63}, {kernel_size = 3, stride = 2, padding = 1, dilation = 3}},
-      {{2, 3, 13, 63, 63}, {kernel_size = 3, stride = 2, ceil_mode = true}, "steps"},
-      {{1, 2, 5, 128, 128}, {kernel_size = 3, stride = 1, padding = 1}},
+      {{2, 3, 13, 63, 63}, {kernel_size = {3, 3, 2}, stride = 2, ceil_mode = true}, "steps"},
+      {{1, 2, 5, 128, 128}, {kernel_size = 3, stride = 1, padding = 1, dilation = {1, 1, 2}}},
       {{1, 2, 4, 97, 160}, {kernel_size = {2, 4, 3}, stride = 1, padding = {0, 2, 1}, dilation = {1, 2, 1}}},
-      {{1, 2, 5, 128, 128}, {kernel_size = 3, stride = 1, padding = 1}, "steps"},
+      {{1, 2, 5, 128, 128}, {kernel_size = 3, stride = 1, padding = 1, dilation = {1, 1, 2}}, "steps"},
       -- windows that tile the input with kW 2 and W a multiple of 4: the tiled kernel (kD, kH 1 or 2)
       {{2, 3, 8, 64, 64}, {kernel_size = 2}},
       {{1, 2, 9, 33, 68}, {kernel_size = 2, stride = 2}}, -- odd D and H: the last slice and row unread
@@ -451,16 +455,16 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     local r = generator(SEED * 37 + 11)
     local cases = {}
     local shapes = {
-      {{2, 5, 8, 14, 14}, {kernel_size = 3, stride = 1, padding = 1}}, -- I3D's 14 x 14 branch
-      {{2, 3, 16, 28, 28}, {kernel_size = 3, stride = 2, padding = 1}},
+      {{2, 5, 8, 14, 10}, {kernel_size = 3, stride = 1, padding = 1}}, -- 10 columns: not the stream kernel's
+      {{2, 3, 16, 28, 28}, {kernel_size = 3, stride = 2, padding = 1}}, -- 14 columns: not the ring kernel's
       {{8, 64, 20, 10, 12}, {kernel_size = 3, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- starts 2, 0, 1, ...
       {{1, 2, 21, 9, 12}, {kernel_size = {3, 2, 2}, stride = {2, 1, 1}, padding = {1, 1, 0}, dilation = {3, 1, 2}}},
       {{4, 64, 24, 12, 12}, {kernel_size = 3, stride = 2, padding = 1}}, -- 256 planes: 2 blocks a plane
       {{2, 3, 13, 31, 31}, {kernel_size = 3, stride = 2, ceil_mode = true}}, -- the last windows past the end
       {{2, 3, 7, 9, 11}, {kernel_size = {2, 3, 2}, stride = 1, padding = {1, 1, 0}}}, -- odd slices: 4-byte loads
       {{1, 3, 2, 12, 12}, {kernel_size = {2, 3, 3}, stride = 1, padding = 1, dilation = {3, 1, 1}}}, -- no valid slice
-      {{1, 2, 30, 50, 50}, {kernel_size = 3, stride = 1, padding = 1}}, -- few planes: a depth a block
-      {{32, 16, 6, 50, 50}, {kernel_size = 3, stride = 1, padding = 1}}, -- 4 slices fit: 2 depths a block
+      {{1, 2, 30, 50, 50}, {kernel_size = {3, 3, 2}, stride = 1, padding = 1}}, -- few planes: a depth a block
+      {{32, 16, 6, 50, 50}, {kernel_size = {3, 3, 2}, stride = 1, padding = 1}}, -- 4 slices fit: 2 depths a block
       {{1, 1, 9, 33, 35}, {kernel_size = {4, 2, 2}, stride = {1, 2, 1}, dilation = {2, 1, 1}, ceil_mode = true}},
       {{2, 3, 4, 28, 28}, {kernel_size = {1, 3, 3}, stride = {1, 2, 2}, padding = {0, 1, 1}}}, -- I3D's first pooling
       {{16, 32, 5, 15, 17}, {kernel_size = {1, 3, 3}, stride = 1, padding = {0, 1, 1}, dilation = {1, 2, 1},
@@ -468,7 +472,8 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       -- the last rows and columns no window reaches (not staged), with 16- and 4-byte loads
       {{2, 3, 6, 9, 12}, {kernel_size = {1, 3, 3}, stride = {1, 2, 2}}},
       {{2, 3, 6, 9, 13}, {kernel_size = {1, 2, 2}, stride = 2}},
-      -- larger slices with kD 1: the slab kernel up to 64 KB (I3D's first pooling), beyond it not
+      -- larger slices with kD 1: the slab kernel up to 64 KB, beyond it not (I3D's first pooling, the
+      -- first shape, is the ring kernel's by default: scripts/gpu_check.sh runs it here with that off)
       {{2, 3, 4, 112, 112}, {kernel_size = {1, 3, 3}, stride = {1, 2, 2}, padding = {0, 1, 1}}},
       {{1, 2, 3, 140, 140}, {kernel_size = {1, 3, 3}, stride = 1, padding = {0, 1, 1}}},
     }
@@ -487,15 +492,14 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     pool_cases("slab", cases, SEED + 470, r)
   end)
 
-  -- Windows of 3 x 3 x 3 at stride 1 (Inception's branch pooling) on slices of 4096 elements or
-  -- more: the stream kernel (a block walks a tile's input slices in order, staged two ahead, and
-  -- folds each slice's 3 x 3 winners into the output depths still open). Its tiles: 128 columns
-  -- (outputs wider than 64) or 64, one or several column tiles, partial row and column tiles; rows
-  -- of whole float4 or not (4-byte copies); padding 0 or 1 per dim; planes cut into chunks of
-  -- output depths when they are few (each chunk reads the slices before it again); inputs one
-  -- slice deep (the windows' other slices are padding). Each with ties, NaN and infinities, with
-  -- and without indices.
-  it("max_pool3d k 3 s 1 on larger slices (the stream kernel), values only and with indices", function()
+  -- Windows of 3 x 3 x 3 at stride 1 (Inception's branch pooling): the stream kernel (a block
+  -- walks a tile's input slices in order, staged two ahead, and folds each slice's 3 x 3 winners
+  -- into the output depths still open). Its tiles: 128, 64, 32 or 16 columns (16: two rows a
+  -- warp), one or several column tiles, partial row and column tiles; rows of whole float4 or not
+  -- (4-byte copies); padding 0 or 1 per dim; planes cut into chunks of output depths when they are
+  -- few (each chunk reads the slices before it again); inputs one slice deep (the windows' other
+  -- slices are padding). Each with ties, NaN and infinities, with and without indices.
+  it("max_pool3d k 3 s 1 (the stream kernel), values only and with indices", function()
     local r = generator(SEED * 41 + 13)
     local cases = {}
     local shapes = {
@@ -510,6 +514,10 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{1, 1, 40, 64, 64}, {padding = 1}}, -- one plane: 10 chunks of 4 output depths
       {{1, 2, 3, 64, 64}, {padding = 0}}, -- one output depth
       {{1, 2, 1, 64, 64}, {padding = 1}}, -- one input slice
+      -- 16 columns or fewer: tiles of 16 x 16, two rows a warp
+      {{2, 5, 8, 14, 14}, {padding = 1}}, -- I3D's 14 x 14 branch
+      {{3, 4, 6, 7, 7}, {padding = 1}},
+      {{1, 2, 5, 40, 13}, {padding = {0, 1, 0}}}, -- 11 columns, 3 row tiles, 4-byte copies
     }
     for _, c in ipairs(shapes) do
       for _, data_kind in ipairs({false, "steps", "nans", "infs"}) do
@@ -520,6 +528,48 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       end
     end
     pool_cases("stream", cases, SEED + 530, r)
+  end)
+
+  -- Windows of 3 x 3 and 5 x 5 at stride 2 along h and w (the downsampling poolings): the ring
+  -- kernel (each input slice a block reads staged once, in a ring of buffers: one output depth's
+  -- window slices and the next one's new ones; 5 x 5 only with indices, unless forced). Its
+  -- tiles: 16, 32, 64 and 128 columns, partial tiles, rows of whole float4 or not; along d: k 3 s 2 (a slice shared
+  -- by two output depths), k 3 s 1, k 2 s 2 (the last slice unread), k 5 s 2 (7 buffers),
+  -- dilation 2, a window with no input slice, chunks of output depths; ceil_mode (windows past
+  -- the end); more planes than a grid's y. Each with ties, NaN and infinities, with and without
+  -- indices.
+  it("max_pool3d k 3 and 5 s 2 (the ring kernel), values only and with indices", function()
+    local r = generator(SEED * 43 + 17)
+    local cases = {}
+    local shapes = {
+      {{2, 3, 9, 64, 64}, {kernel_size = 3, stride = 2, padding = 1}}, -- 32-column tiles
+      {{1, 2, 12, 128, 136}, {kernel_size = 3, stride = 2, padding = 1}}, -- 68 columns: 128-column tiles
+      {{1, 2, 10, 100, 100}, {kernel_size = 3, stride = 2, padding = 1}}, -- 64-column tiles
+      {{2, 2, 13, 66, 70}, {kernel_size = 3, stride = 2, ceil_mode = true}}, -- past the end; 4-byte copies
+      {{1, 2, 12, 64, 64}, {kernel_size = 5, stride = 2, padding = 2}},
+      {{1, 2, 11, 70, 90}, {kernel_size = 5, stride = 2, padding = {1, 2, 0}}},
+      {{1, 2, 8, 64, 64}, {kernel_size = 3, stride = {1, 2, 2}, padding = 1}},
+      {{1, 2, 9, 64, 64}, {kernel_size = {2, 3, 3}, stride = 2, padding = {0, 1, 1}}}, -- the last slice unread
+      {{1, 2, 12, 64, 64}, {kernel_size = 3, stride = 2, padding = 1, dilation = {2, 1, 1}}},
+      {{1, 3, 2, 64, 64}, {kernel_size = {2, 3, 3}, stride = {1, 2, 2}, padding = 1, dilation = {3, 1, 1}}}, -- no slice
+      {{1, 1, 40, 64, 64}, {kernel_size = 3, stride = 2, padding = 1}}, -- one plane: 5 chunks of 4 depths
+      {{70000, 1, 2, 6, 36}, {kernel_size = {1, 3, 3}, stride = 2}}, -- planes past a grid's y
+      -- 16 columns or fewer: tiles of 16 x 16, two rows a warp
+      {{2, 3, 16, 28, 28}, {kernel_size = 3, stride = 2, padding = 1}}, -- I3D's third pooling
+      {{1, 2, 7, 21, 30}, {kernel_size = 5, stride = 2, padding = 2}},
+      {{2, 2, 9, 13, 11}, {kernel_size = 3, stride = 2, ceil_mode = true}},
+    }
+    for _, c in ipairs(shapes) do
+      for _, data_kind in ipairs({false, "steps", "nans", "infs"}) do
+        for _, ri in ipairs({false, true}) do
+          local a = {}
+          for k, v in pairs(c[2]) do a[k] = v end
+          a.return_indices = ri
+          cases[#cases + 1] = {c[1], a, data_kind or nil}
+        end
+      end
+    end
+    pool_cases("ring", cases, SEED + 610, r)
   end)
 
   it("the KernelBench shapes of issue 4, reduced in batch", function()
