@@ -1022,9 +1022,10 @@ static int64_t slab_depths(const volua_pool3d_geom *g, SlabGeom *sg) {
 // 1.27 ms, I3D's 28 x 28 branch 0.209 -> 0.060, its 14 x 14 one 0.113 -> 0.068; but its 7 x 7
 // one 0.029 -> 0.044 (a 16 x 16 tile for 7 x 7 outputs), so fewer than 12 columns keep the slab
 // kernel (12 lies between the two measured widths; not measured itself). A block's output depths
-// are all of its plane's, unless that leaves fewer than two blocks an SM's 8: then chunks of 4 or
-// more depths (each chunk reads the 2 slices before it again). VOLUA_POOL_STREAM=0 turns it off,
-// =2 runs it on any width; VOLUA_POOL_STREAM_BLOCKS sets the blocks wanted (measuring).
+// are all of its plane's, unless that leaves fewer than 16 blocks an SM (two waves of 8): then
+// chunks of 4 or more depths (each chunk reads the 2 slices before it again). VOLUA_POOL_STREAM=0
+// turns it off, =2 runs it on any width; VOLUA_POOL_STREAM_BLOCKS sets the blocks wanted
+// (measuring).
 static cudaError_t stream_plan(const volua_pool3d_geom *g, StreamGeom *sg, int *wx) {
   static const char *mode = getenv("VOLUA_POOL_STREAM");
   static const char *want = getenv("VOLUA_POOL_STREAM_BLOCKS");
