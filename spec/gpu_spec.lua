@@ -532,12 +532,13 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
 
   -- Windows of 3 x 3 and 5 x 5 at stride 2 along h and w (the downsampling poolings): the ring
   -- kernel (each input slice a block reads staged once, in a ring of buffers: one output depth's
-  -- window slices and the next one's new ones; 5 x 5 only with indices, unless forced). Its
-  -- tiles: 16, 32, 64 and 128 columns, partial tiles, rows of whole float4 or not; along d: k 3 s 2 (a slice shared
-  -- by two output depths), k 3 s 1, k 2 s 2 (the last slice unread), k 5 s 2 (7 buffers),
-  -- dilation 2, a window with no input slice, chunks of output depths; ceil_mode (windows past
-  -- the end); more planes than a grid's y. Each with ties, NaN and infinities, with and without
-  -- indices.
+  -- window slices and the next one's new ones; 5 x 5 only with indices, and 16 output columns or
+  -- more, unless forced: the shapes below 16 columns are the slab kernel's by default, and
+  -- scripts/gpu_check.sh runs them here with VOLUA_POOL_RING=2). Its tiles: 16, 32, 64 and 128
+  -- columns, partial tiles, rows of whole float4 or not; along d: k 3 s 2 (a slice shared by two
+  -- output depths), k 3 s 1, k 2 s 2 (the last slice unread), k 5 s 2 (7 buffers), dilation 2, a
+  -- window with no input slice, chunks of output depths; ceil_mode (windows past the end); more
+  -- planes than a grid's y. Each with ties, NaN and infinities, with and without indices.
   it("max_pool3d k 3 and 5 s 2 (the ring kernel), values only and with indices", function()
     local r = generator(SEED * 43 + 17)
     local cases = {}
@@ -554,7 +555,8 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{1, 3, 2, 64, 64}, {kernel_size = {2, 3, 3}, stride = {1, 2, 2}, padding = 1, dilation = {3, 1, 1}}}, -- no slice
       {{1, 1, 40, 64, 64}, {kernel_size = 3, stride = 2, padding = 1}}, -- one plane: 5 chunks of 4 depths
       {{70000, 1, 2, 6, 36}, {kernel_size = {1, 3, 3}, stride = 2}}, -- planes past a grid's y
-      -- 16 columns or fewer: tiles of 16 x 16, two rows a warp
+      -- 16 columns or fewer: tiles of 16 x 16, two rows a warp (16 columns by default, fewer forced)
+      {{1, 2, 6, 32, 32}, {kernel_size = 3, stride = 2, padding = 1}}, -- 16 columns
       {{2, 3, 16, 28, 28}, {kernel_size = 3, stride = 2, padding = 1}}, -- I3D's third pooling
       {{1, 2, 7, 21, 30}, {kernel_size = 5, stride = 2, padding = 2}},
       {{2, 2, 9, 13, 11}, {kernel_size = 3, stride = 2, ceil_mode = true}},
