@@ -514,7 +514,8 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{1, 1, 40, 64, 64}, {padding = 1}}, -- one plane: 10 chunks of 4 output depths
       {{1, 2, 3, 64, 64}, {padding = 0}}, -- one output depth
       {{1, 2, 1, 64, 64}, {padding = 1}}, -- one input slice
-      -- 16 columns or fewer: tiles of 16 x 16, two rows a warp
+      -- 16 columns or fewer: tiles of 16 x 16, two rows a warp (from 12 columns by default; the
+      -- narrower ones reach the kernel when forced, VOLUA_POOL_STREAM=2, as scripts/gpu_check.sh runs it)
       {{2, 5, 8, 14, 14}, {padding = 1}}, -- I3D's 14 x 14 branch
       {{3, 4, 6, 7, 7}, {padding = 1}},
       {{1, 2, 5, 40, 13}, {padding = {0, 1, 0}}}, -- 11 columns, 3 row tiles, 4-byte copies
