@@ -1015,6 +1015,42 @@ static int64_t slab_depths(const volua_pool3d_geom *g, SlabGeom *sg) {
   return R;
 }
 
+// Blocks in the stream or ring kernel's grid (G: StreamGeom or RingGeom) for OD output depths of a
+// plane.
+template <typename G>
+static int64_t pool_tiles_blocks(const G *t, int64_t OD) {
+  return (int64_t)t->tiles_w * t->tiles_h * ((OD + t->dchunk - 1) / t->dchunk);
+}
+
+// The stream and ring kernels' tiles (PoolTile<TILE, RT0>) for g's outputs, into t's tiles_w,
+// tiles_h and dchunk: *tile is PoolTile's code (4, 2, 1 for more than 64, 32, 16 output columns, 16
+// for fewer; left as it is where blockIdx.x would not fit), and a block's output depths are all of
+// its plane's, unless that leaves fewer than `want` blocks (0: 16 an SM, two waves of 8): then
+// chunks of 4 or more depths (each chunk reads the slices its first windows share with the chunk
+// before again).
+template <int RT0, typename G>
+static cudaError_t pool_tiles_plan(const volua_pool3d_geom *g, int64_t want, G *t, int *tile) {
+  const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : g->out[2] > 16 ? 1 : 16;
+  const int TH = w == 4   ? PoolTile<4, RT0>::TH
+                 : w == 2 ? PoolTile<2, RT0>::TH
+                 : w == 1 ? PoolTile<1, RT0>::TH
+                          : PoolTile<16, RT0>::TH;
+  const int TW = w == 16 ? 16 : 32 * w;
+  int sms = 0;
+  cudaError_t e = volua_sm_count(&sms);
+  if (e != cudaSuccess) return e;
+  const int64_t tiles_w = (g->out[2] + TW - 1) / TW, tiles_h = (g->out[1] + TH - 1) / TH, OD = g->out[0];
+  const int64_t blocks = tiles_w * tiles_h * g->planes, target = want > 0 ? want : 16 * (int64_t)sms;
+  int64_t chunks = (target + blocks - 1) / blocks, most = (OD + 3) / 4;
+  if (chunks > most) chunks = most;
+  if (chunks < 1) chunks = 1;
+  const int64_t dchunk = (OD + chunks - 1) / chunks;
+  if (tiles_w * tiles_h * ((OD + dchunk - 1) / dchunk) >= ((int64_t)1 << 31)) return cudaSuccess;
+  t->tiles_w = (int)tiles_w, t->tiles_h = (int)tiles_h, t->dchunk = (int)dchunk;
+  *tile = w;
+  return cudaSuccess;
+}
+
 // The stream kernel's plan: *wx its tile (PoolTile's code: 4, 2, 1 for outputs of more than 64,
 // 32, 16 columns, 16 for fewer; 0 where it does not run) and its tiles. It runs on windows of
 // 3 x 3 x 3 at stride 1 with dilation 1 (any padding) and 12 output columns or more. Against the
@@ -1034,25 +1070,7 @@ static cudaError_t stream_plan(const volua_pool3d_geom *g, StreamGeom *sg, int *
   for (int k = 0; k < 3; k++)
     if (g->kernel[k] != 3 || g->stride[k] != 1 || g->dilation[k] != 1) return cudaSuccess;
   if (g->out[2] < 12 && !(mode && mode[0] == '2')) return cudaSuccess;
-  const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : g->out[2] > 16 ? 1 : 16;
-  const int TH = w == 4   ? PoolTile<4, POOL_STREAM_RT>::TH
-                 : w == 2 ? PoolTile<2, POOL_STREAM_RT>::TH
-                 : w == 1 ? PoolTile<1, POOL_STREAM_RT>::TH
-                          : PoolTile<16, POOL_STREAM_RT>::TH;
-  const int TW = w == 16 ? 16 : 32 * w;
-  int sms = 0;
-  cudaError_t e = volua_sm_count(&sms);
-  if (e != cudaSuccess) return e;
-  const int64_t tiles_w = (g->out[2] + TW - 1) / TW, tiles_h = (g->out[1] + TH - 1) / TH, OD = g->out[0];
-  const int64_t blocks = tiles_w * tiles_h * g->planes, target = want ? atoll(want) : 16 * (int64_t)sms;
-  int64_t chunks = (target + blocks - 1) / blocks, most = (OD + 3) / 4;
-  if (chunks > most) chunks = most;
-  if (chunks < 1) chunks = 1;
-  const int64_t dchunk = (OD + chunks - 1) / chunks;
-  if (tiles_w * tiles_h * ((OD + dchunk - 1) / dchunk) >= ((int64_t)1 << 31)) return cudaSuccess;
-  sg->tiles_w = (int)tiles_w, sg->tiles_h = (int)tiles_h, sg->dchunk = (int)dchunk;
-  *wx = w;
-  return cudaSuccess;
+  return pool_tiles_plan<POOL_STREAM_RT>(g, want ? atoll(want) : 0, sg, wx);
 }
 
 // The ring kernel's plan: *wx its tile (as the stream kernel's; 0 where it does not run), its
@@ -1082,25 +1100,8 @@ static cudaError_t ring_plan(const volua_pool3d_geom *g, RingGeom *rg, int *wx, 
   int64_t span = 1;
   for (int i = 0; i < 3 && span < ((int64_t)1 << 31); i++) span *= g->in[i] + g->kernel[i] * g->dilation[i];
   if (span >= ((int64_t)1 << 31)) return cudaSuccess;
-  const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : g->out[2] > 16 ? 1 : 16;
-  const int TH = w == 4   ? PoolTile<4, POOL_RING_RT>::TH
-                 : w == 2 ? PoolTile<2, POOL_RING_RT>::TH
-                 : w == 1 ? PoolTile<1, POOL_RING_RT>::TH
-                          : PoolTile<16, POOL_RING_RT>::TH;
-  const int TW = w == 16 ? 16 : 32 * w;
-  int sms = 0;
-  cudaError_t e = volua_sm_count(&sms);
-  if (e != cudaSuccess) return e;
-  const int64_t tiles_w = (g->out[2] + TW - 1) / TW, tiles_h = (g->out[1] + TH - 1) / TH, OD = g->out[0];
-  const int64_t blocks = tiles_w * tiles_h * g->planes, target = 16 * (int64_t)sms;
-  int64_t chunks = (target + blocks - 1) / blocks, most = (OD + 3) / 4;
-  if (chunks > most) chunks = most;
-  if (chunks < 1) chunks = 1;
-  const int64_t dchunk = (OD + chunks - 1) / chunks;
-  if (tiles_w * tiles_h * ((OD + dchunk - 1) / dchunk) >= ((int64_t)1 << 31)) return cudaSuccess;
-  rg->tiles_w = (int)tiles_w, rg->tiles_h = (int)tiles_h, rg->dchunk = (int)dchunk, rg->nb = (int)nb;
-  *wx = w;
-  return cudaSuccess;
+  rg->nb = (int)nb;
+  return pool_tiles_plan<POOL_RING_RT>(g, 0, rg, wx);
 }
 
 // Raises KERNEL's dynamic shared-memory limit to `bytes`, once for each kernel instantiation.
@@ -1161,8 +1162,7 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     CUDA_CHECK(stream_plan(g, &tg, &twx));
     if (twx) {
       const bool vec = g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0;
-      const unsigned bx = (unsigned)(tg.tiles_w * tg.tiles_h * ((g->out[0] + tg.dchunk - 1) / tg.dchunk));
-      dim3 tgrid(bx, (unsigned)py, (unsigned)((g->planes + py - 1) / py));
+      dim3 tgrid((unsigned)pool_tiles_blocks(&tg, g->out[0]), (unsigned)py, (unsigned)((g->planes + py - 1) / py));
 #define VOLUA_STREAM(RI, TILE, V)                                                                               \
   max_pool3d_stream_kernel<RI, 3, TILE, V><<<tgrid, 256, 0, s>>>(*g, tg, x, y, RI ? indices : NULL)
 #define VOLUA_STREAM_TILES(RI, V)                                                                               \
@@ -1183,8 +1183,7 @@ static int launch_max_pool3d(const volua_pool3d_geom *g, const float *x, float *
     CUDA_CHECK(ring_plan(g, &rg, &rwx, indices != NULL));
     if (rwx) {
       const bool vec = g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0;
-      const unsigned bx = (unsigned)(rg.tiles_w * rg.tiles_h * ((g->out[0] + rg.dchunk - 1) / rg.dchunk));
-      dim3 rgrid(bx, (unsigned)py, (unsigned)((g->planes + py - 1) / py));
+      dim3 rgrid((unsigned)pool_tiles_blocks(&rg, g->out[0]), (unsigned)py, (unsigned)((g->planes + py - 1) / py));
 #define VOLUA_RING(RI, K, TILE, V)                                                                             \
   do {                                                                                                         \
     constexpr int sn = RingTile<K, K, 2, 2, TILE>::SN * (int)sizeof(float);                                    \
