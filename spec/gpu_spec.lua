@@ -359,6 +359,24 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     end
   end
 
+  -- Each shape {dims, args} of a spec's list with each kind of data (pool_cases': uniform, "steps",
+  -- "nans", "infs"), without and with indices: {dims, defaults and args, data} in that order.
+  local function pool_matrix(shapes, defaults)
+    local cases = {}
+    for _, c in ipairs(shapes) do
+      for _, data_kind in ipairs({false, "steps", "nans", "infs"}) do
+        for _, ri in ipairs({false, true}) do
+          local a = {}
+          for k, v in pairs(defaults or {}) do a[k] = v end
+          for k, v in pairs(c[2]) do a[k] = v end
+          a.return_indices = ri
+          cases[#cases + 1] = {c[1], a, data_kind or nil}
+        end
+      end
+    end
+    return cases
+  end
+
   -- Planes larger than the random shapes': the separable kernel (values only; slices of 4096
   -- elements or more) and the slice kernel (with indices) of kernels/max_pool3d.cu (16- and 4-byte
   -- loads, slices up to 150 x 150; windows of up to 4 input slices loaded together and of 5 in a
@@ -453,7 +471,6 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
   -- it (bench/NOTES.md, thirty-third session).
   it("max_pool3d on small slices (the slab kernel), values only and with indices", function()
     local r = generator(SEED * 37 + 11)
-    local cases = {}
     local shapes = {
       {{2, 5, 8, 14, 10}, {kernel_size = 3, stride = 1, padding = 1}}, -- 10 columns: not the stream kernel's
       {{2, 3, 16, 28, 28}, {kernel_size = 3, stride = 2, padding = 1}}, -- 14 columns: not the ring kernel's
@@ -477,16 +494,7 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{2, 3, 4, 112, 112}, {kernel_size = {1, 3, 3}, stride = {1, 2, 2}, padding = {0, 1, 1}}},
       {{1, 2, 3, 140, 140}, {kernel_size = {1, 3, 3}, stride = 1, padding = {0, 1, 1}}},
     }
-    for _, c in ipairs(shapes) do
-      for _, data_kind in ipairs({false, "steps", "nans", "infs"}) do
-        for _, ri in ipairs({false, true}) do
-          local a = {}
-          for k, v in pairs(c[2]) do a[k] = v end
-          a.return_indices = ri
-          cases[#cases + 1] = {c[1], a, data_kind or nil}
-        end
-      end
-    end
+    local cases = pool_matrix(shapes)
     cases[#cases + 1] = {{70000, 1, 2, 2, 6}, {kernel_size = {1, 2, 2}, stride = 1}} -- planes past a grid's y
     cases[#cases + 1] = {{70000, 1, 2, 2, 6}, {kernel_size = {1, 2, 2}, stride = 1, return_indices = true}, "steps"}
     pool_cases("slab", cases, SEED + 470, r)
@@ -501,7 +509,6 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
   -- slices are padding). Each with ties, NaN and infinities, with and without indices.
   it("max_pool3d k 3 s 1 (the stream kernel), values only and with indices", function()
     local r = generator(SEED * 41 + 13)
-    local cases = {}
     local shapes = {
       {{2, 3, 9, 128, 128}, {padding = 1}},
       {{1, 2, 12, 64, 72}, {padding = 0}}, -- 70 outputs a row: 128-column tiles, mostly idle
@@ -520,14 +527,7 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{3, 4, 6, 7, 7}, {padding = 1}},
       {{1, 2, 5, 40, 13}, {padding = {0, 1, 0}}}, -- 11 columns, 3 row tiles, 4-byte copies
     }
-    for _, c in ipairs(shapes) do
-      for _, data_kind in ipairs({false, "steps", "nans", "infs"}) do
-        for _, ri in ipairs({false, true}) do
-          cases[#cases + 1] = {c[1], {kernel_size = 3, stride = 1, padding = c[2].padding, return_indices = ri},
-                               data_kind or nil}
-        end
-      end
-    end
+    local cases = pool_matrix(shapes, {kernel_size = 3, stride = 1})
     pool_cases("stream", cases, SEED + 530, r)
   end)
 
@@ -542,7 +542,6 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
   -- planes than a grid's y. Each with ties, NaN and infinities, with and without indices.
   it("max_pool3d k 3 and 5 s 2 (the ring kernel), values only and with indices", function()
     local r = generator(SEED * 43 + 17)
-    local cases = {}
     local shapes = {
       {{2, 3, 9, 64, 64}, {kernel_size = 3, stride = 2, padding = 1}}, -- 32-column tiles
       {{1, 2, 12, 128, 136}, {kernel_size = 3, stride = 2, padding = 1}}, -- 68 columns: 128-column tiles
@@ -562,16 +561,7 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {{1, 2, 7, 21, 30}, {kernel_size = 5, stride = 2, padding = 2}},
       {{2, 2, 9, 13, 11}, {kernel_size = 3, stride = 2, ceil_mode = true}},
     }
-    for _, c in ipairs(shapes) do
-      for _, data_kind in ipairs({false, "steps", "nans", "infs"}) do
-        for _, ri in ipairs({false, true}) do
-          local a = {}
-          for k, v in pairs(c[2]) do a[k] = v end
-          a.return_indices = ri
-          cases[#cases + 1] = {c[1], a, data_kind or nil}
-        end
-      end
-    end
+    local cases = pool_matrix(shapes)
     pool_cases("ring", cases, SEED + 610, r)
   end)
 
