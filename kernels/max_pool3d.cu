@@ -1025,11 +1025,11 @@ static int64_t pool_tiles_blocks(const G *t, int64_t OD) {
 // The stream and ring kernels' tiles (PoolTile<TILE, RT0>) for g's outputs, into t's tiles_w,
 // tiles_h and dchunk: *tile is PoolTile's code (4, 2, 1 for more than 64, 32, 16 output columns, 16
 // for fewer; left as it is where blockIdx.x would not fit), and a block's output depths are all of
-// its plane's, unless that leaves fewer than `want` blocks (0: 16 an SM, two waves of 8): then
-// chunks of 4 or more depths (each chunk reads the slices its first windows share with the chunk
-// before again).
+// its plane's, unless that leaves fewer blocks than the number `want` spells (NULL: 16 an SM, two
+// waves of 8): then chunks of 4 or more depths (each chunk reads the slices its first windows share
+// with the chunk before again).
 template <int RT0, typename G>
-static cudaError_t pool_tiles_plan(const volua_pool3d_geom *g, int64_t want, G *t, int *tile) {
+static cudaError_t pool_tiles_plan(const volua_pool3d_geom *g, const char *want, G *t, int *tile) {
   const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : g->out[2] > 16 ? 1 : 16;
   const int TH = w == 4   ? PoolTile<4, RT0>::TH
                  : w == 2 ? PoolTile<2, RT0>::TH
@@ -1040,7 +1040,7 @@ static cudaError_t pool_tiles_plan(const volua_pool3d_geom *g, int64_t want, G *
   cudaError_t e = volua_sm_count(&sms);
   if (e != cudaSuccess) return e;
   const int64_t tiles_w = (g->out[2] + TW - 1) / TW, tiles_h = (g->out[1] + TH - 1) / TH, OD = g->out[0];
-  const int64_t blocks = tiles_w * tiles_h * g->planes, target = want > 0 ? want : 16 * (int64_t)sms;
+  const int64_t blocks = tiles_w * tiles_h * g->planes, target = want ? atoll(want) : 16 * (int64_t)sms;
   int64_t chunks = (target + blocks - 1) / blocks, most = (OD + 3) / 4;
   if (chunks > most) chunks = most;
   if (chunks < 1) chunks = 1;
@@ -1070,7 +1070,7 @@ static cudaError_t stream_plan(const volua_pool3d_geom *g, StreamGeom *sg, int *
   for (int k = 0; k < 3; k++)
     if (g->kernel[k] != 3 || g->stride[k] != 1 || g->dilation[k] != 1) return cudaSuccess;
   if (g->out[2] < 12 && !(mode && mode[0] == '2')) return cudaSuccess;
-  return pool_tiles_plan<POOL_STREAM_RT>(g, want ? atoll(want) : 0, sg, wx);
+  return pool_tiles_plan<POOL_STREAM_RT>(g, want, sg, wx);
 }
 
 // The ring kernel's plan: *wx its tile (as the stream kernel's; 0 where it does not run), its
@@ -1101,7 +1101,7 @@ static cudaError_t ring_plan(const volua_pool3d_geom *g, RingGeom *rg, int *wx, 
   for (int i = 0; i < 3 && span < ((int64_t)1 << 31); i++) span *= g->in[i] + g->kernel[i] * g->dilation[i];
   if (span >= ((int64_t)1 << 31)) return cudaSuccess;
   rg->nb = (int)nb;
-  return pool_tiles_plan<POOL_RING_RT>(g, 0, rg, wx);
+  return pool_tiles_plan<POOL_RING_RT>(g, NULL, rg, wx);
 }
 
 // Raises KERNEL's dynamic shared-memory limit to `bytes`, once for each kernel instantiation.
