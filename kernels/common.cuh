@@ -117,6 +117,122 @@ __device__ __forceinline__ double volua_block_sum(double v, double *scratch) {
   return r;
 }
 
+// -- whole-run float32 reductions (elementwise.cu's sum, max and min; mean.cu's mean of everything) ----
+// A grid of as many blocks as fit at once (volua_resident_blocks) walks the run in tiles of
+// 4 x blockDim float4s, a tile a block at a time: each thread loads four float4s a block apart, all
+// four in flight, then folds them into its state. The values before the first 16-byte boundary and
+// after the last whole float4 go one by one. R is the state: sums in double, max and min in float.
+// The block's result goes to partial[blockIdx.x]; a one-block kernel folds the partials in order.
+// (Scalar loads over a fixed grid of 1024 blocks ran max at 0.95x and mean at 0.96x PyTorch on the
+// H200: bench/NOTES.md, ninth and thirty-fifth sessions.)
+
+struct volua_sum_state { // four sums, one per float4 lane, so that the adds do not wait on each other
+  double s[4];
+  __device__ __forceinline__ void init() { s[0] = s[1] = s[2] = s[3] = 0.0; }
+  __device__ __forceinline__ void add(float4 u) {
+    s[0] += u.x;
+    s[1] += u.y;
+    s[2] += u.z;
+    s[3] += u.w;
+  }
+  __device__ __forceinline__ void add1(float v) { s[0] += v; }
+  __device__ __forceinline__ double value() const { return (s[0] + s[1]) + (s[2] + s[3]); }
+};
+
+// max / min with NaN propagating (PTX's .NaN forms: a NaN operand gives NaN), as torch.max() / min()
+__device__ __forceinline__ float volua_max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float volua_min_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+template <bool MAX> struct volua_extreme_state {
+  float v;
+  __device__ __forceinline__ static float pick(float a, float b) { return MAX ? volua_max_nan(a, b) : volua_min_nan(a, b); }
+  __device__ __forceinline__ void init() { v = MAX ? -INFINITY : INFINITY; }
+  __device__ __forceinline__ void add(float4 u) { v = pick(v, pick(pick(u.x, u.y), pick(u.z, u.w))); }
+  __device__ __forceinline__ void add1(float x) { v = pick(v, x); }
+  __device__ __forceinline__ double value() const { return (double)v; }
+};
+
+// Each thread's state over its share of a[0, n), before the block's fold.
+template <class R> __device__ __forceinline__ R volua_reduce_f32_thread(int64_t n, const float *__restrict__ a) {
+  R r;
+  r.init();
+  const int64_t bd = blockDim.x, tid = (int64_t)blockIdx.x * bd + threadIdx.x;
+  int64_t head = (int64_t)((16 - ((uintptr_t)a & 15)) & 15) / 4;
+  if (head > n) head = n;
+  if (tid < head) r.add1(a[tid]);
+  const float4 *a4 = reinterpret_cast<const float4 *>(a + head);
+  const int64_t n4 = (n - head) / 4, tile = 4 * bd, step = (int64_t)gridDim.x * tile;
+  int64_t i = (int64_t)blockIdx.x * tile + threadIdx.x;
+  for (; i + 3 * bd < n4; i += step) {
+    float4 u[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) u[k] = a4[i + k * bd];
+#pragma unroll
+    for (int k = 0; k < 4; k++) r.add(u[k]);
+  }
+  for (; i < n4; i += bd) r.add(a4[i]); // the last, partial tile (only its block gets here)
+  for (int64_t e = head + 4 * n4 + tid; e < n; e += (int64_t)gridDim.x * bd) r.add1(a[e]);
+  return r;
+}
+
+// One block's states over the run p[0, len) (elements of one output, one chunk): float4s from the
+// first 16-byte boundary, four in flight a thread (the last four predicated), the rest one by one.
+template <class R> __device__ __forceinline__ R volua_reduce_f32_block_run(const float *__restrict__ p, int64_t len) {
+  R r;
+  r.init();
+  const int64_t bd = blockDim.x;
+  int64_t head = (int64_t)((16 - ((uintptr_t)p & 15)) & 15) / 4;
+  if (head > len) head = len;
+  if (threadIdx.x < head) r.add1(p[threadIdx.x]);
+  const float4 *p4 = reinterpret_cast<const float4 *>(p + head);
+  const int64_t n4 = (len - head) / 4;
+  for (int64_t t = threadIdx.x; t < n4; t += 4 * bd) {
+    float4 u[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (t + k * bd < n4) u[k] = p4[t + k * bd];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (t + k * bd < n4) r.add(u[k]);
+  }
+  for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) r.add1(p[e]);
+  return r;
+}
+
+// Chunks to cut each of `count` items of `len` values into, for a grid of `resident` blocks (as many
+// as fit at once) taking a chunk at a time: chunks of at least `least` values (one, if the item is
+// shorter), and whole waves of blocks where that allows (at most 4 waves; the last wave then lacks at
+// most `count` chunks of full). Fewer chunks than blocks run all at once.
+static inline int64_t volua_chunks_per_item(int64_t count, int64_t len, int64_t least, int64_t resident) {
+  const int64_t cap = len / least > 1 ? len / least : 1;
+  if (count >= 4 * resident) return 1;
+  const int64_t most = count * cap, waves = most / resident < 4 ? most / resident : 4;
+  if (waves == 0) return cap;
+  const int64_t c = waves * resident / count;
+  return c < 1 ? 1 : c > cap ? cap : c;
+}
+
+// Blocks of `threads` that fit on the GPU at once for `kernel` (at least 1; 16 SMs if the count fails).
+template <class K> static inline int64_t volua_resident_blocks(K kernel, int threads) {
+  int sms = 0, per_sm = 0;
+  if (volua_sm_count(&sms) != cudaSuccess || sms < 1) {
+    (void)cudaGetLastError();
+    sms = 16;
+  }
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess || per_sm < 1) {
+    (void)cudaGetLastError();
+    per_sm = 1;
+  }
+  return (int64_t)sms * per_sm;
+}
+
 // -- convolution helpers (conv3d.cu and conv3d_gn_mean.cu) ----
 
 // Maps a coordinate of the padded input (i = o*stride - pad_lo + k*dilation) to the input

@@ -317,22 +317,14 @@ static __global__ void reduce_partial_kernel(int64_t n, F f, double *__restrict_
   if (threadIdx.x == 0) partial[blockIdx.x] = v;
 }
 
-// max and min of float32 values: compared in float (exact, as in double), converted once a thread.
-// (In double, each element's conversion, NaN tests and select ran max at 2.2 TB/s on the H200, 0.68x
-// PyTorch; sum, one conversion and one add, at 3.6.)
-template <typename Op>
-static __global__ void reduce_minmax_f32_kernel(int64_t n, const float *__restrict__ a, double *__restrict__ partial) {
+// float32 sum, max and min: common.cuh's whole-run walk (float4s, four in flight a thread), R its
+// per-thread state (sums in double; max and min in float, exact), folded over the block in double.
+template <class R, typename Op>
+static __global__ void reduce_f32_kernel(int64_t n, const float *__restrict__ a, double *__restrict__ partial) {
   __shared__ double scratch[32];
-  float v = (float)Op::identity();
-  const int64_t nth = (int64_t)blockDim.x * gridDim.x;
-  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (; i + 3 * nth < n; i += 4 * nth) { // four loads in flight, then their comparisons in order
-    const float x0 = a[i], x1 = a[i + nth], x2 = a[i + 2 * nth], x3 = a[i + 3 * nth];
-    v = Op::combine(Op::combine(Op::combine(Op::combine(v, x0), x1), x2), x3);
-  }
-  for (; i < n; i += nth) v = Op::combine(v, a[i]);
-  const double r = block_reduce<Op>((double)v, scratch);
-  if (threadIdx.x == 0) partial[blockIdx.x] = r;
+  const R r = volua_reduce_f32_thread<R>(n, a);
+  const double v = block_reduce<Op>(r.value(), scratch);
+  if (threadIdx.x == 0) partial[blockIdx.x] = v;
 }
 
 template <typename Op>
@@ -344,23 +336,43 @@ static __global__ void reduce_final_kernel(int64_t n, const double *__restrict__
   if (threadIdx.x == 0) *out = v;
 }
 
-#define REDUCE_BLOCKS 1024
+#define REDUCE_BLOCKS 4096 /* partials at most */
 
-// scratch holds REDUCE_BLOCKS + 1 doubles; the result is copied to *result and the stream waited on.
-// (F: a per-element value functor; or float32 max/min: F is const float *, reduce_minmax_f32_kernel)
-template <typename Op, typename F>
-static int launch_reduce(const char *op, int64_t n, F f, double *scratch, double *result, cudaStream_t s,
-                         char *err) {
-  unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
-  if (blocks > REDUCE_BLOCKS) blocks = REDUCE_BLOCKS;
-  if constexpr (std::is_same<F, const float *>::value) reduce_minmax_f32_kernel<Op><<<blocks, VOLUA_THREADS, 0, s>>>(n, f, scratch);
-  else reduce_partial_kernel<Op, F><<<blocks, VOLUA_THREADS, 0, s>>>(n, f, scratch);
-  CUDA_CHECK_LAUNCH();
+// The second stage and the copy out: the partials' fold to scratch[REDUCE_BLOCKS], copied to *result,
+// the stream waited on.
+template <typename Op>
+static int reduce_finish(const char *op, unsigned blocks, double *scratch, double *result, cudaStream_t s, char *err) {
   reduce_final_kernel<Op><<<1, 1024, 0, s>>>((int64_t)blocks, scratch, scratch + REDUCE_BLOCKS);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaMemcpyAsync(result, scratch + REDUCE_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost, s));
   CUDA_CHECK(cudaStreamSynchronize(s));
   return 0;
+}
+
+// scratch holds REDUCE_BLOCKS + 1 doubles. F: a per-element value functor.
+template <typename Op, typename F>
+static int launch_reduce(const char *op, int64_t n, F f, double *scratch, double *result, cudaStream_t s,
+                         char *err) {
+  unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
+  if (blocks > 1024) blocks = 1024;
+  reduce_partial_kernel<Op, F><<<blocks, VOLUA_THREADS, 0, s>>>(n, f, scratch);
+  CUDA_CHECK_LAUNCH();
+  return reduce_finish<Op>(op, blocks, scratch, result, s, err);
+}
+
+// float32 sum, max, min: reduce_f32_kernel on as many blocks as fit at once (fewer for short runs).
+template <class R, typename Op>
+static int launch_reduce_f32(const char *op, int64_t n, const float *a, double *scratch, double *result,
+                             cudaStream_t s, char *err) {
+  static int64_t resident = 0;
+  if (!resident) resident = volua_resident_blocks(reduce_f32_kernel<R, Op>, VOLUA_THREADS);
+  const int64_t tiles = (n / 4 + 4 * VOLUA_THREADS - 1) / (4 * VOLUA_THREADS);
+  int64_t blocks = tiles < resident ? tiles : resident;
+  if (blocks > REDUCE_BLOCKS) blocks = REDUCE_BLOCKS;
+  if (blocks < 1) blocks = 1;
+  reduce_f32_kernel<R, Op><<<(unsigned)blocks, VOLUA_THREADS, 0, s>>>(n, a, scratch);
+  CUDA_CHECK_LAUNCH();
+  return reduce_finish<Op>(op, (unsigned)blocks, scratch, result, s, err);
 }
 
 // Which reduction, on which values.
@@ -382,11 +394,14 @@ static int launch_reduce_typed(const char *op, const reduce_job *j, int64_t n, c
     return launch_reduce<max_op>(op, n, not_close_value<T>{a, b, j->rtol, j->atol, j->equal_nan},
                                  scratch, result, s, err);
   default:
-    if (j->op == VOLUA_RED_SUM) return launch_reduce<sum_op>(op, n, load_value<T>{a}, scratch, result, s, err);
     if constexpr (std::is_same<T, float>::value) {
-      if (j->op == VOLUA_RED_MAX) return launch_reduce<max_op>(op, n, (const float *)a, scratch, result, s, err);
-      return launch_reduce<min_op>(op, n, (const float *)a, scratch, result, s, err);
+      const float *f = (const float *)a;
+      if (j->op == VOLUA_RED_SUM) return launch_reduce_f32<volua_sum_state, sum_op>(op, n, f, scratch, result, s, err);
+      if (j->op == VOLUA_RED_MAX)
+        return launch_reduce_f32<volua_extreme_state<true>, max_op>(op, n, f, scratch, result, s, err);
+      return launch_reduce_f32<volua_extreme_state<false>, min_op>(op, n, f, scratch, result, s, err);
     }
+    if (j->op == VOLUA_RED_SUM) return launch_reduce<sum_op>(op, n, load_value<T>{a}, scratch, result, s, err);
     if (j->op == VOLUA_RED_MAX) return launch_reduce<max_op>(op, n, load_value<T>{a}, scratch, result, s, err);
     return launch_reduce<min_op>(op, n, load_value<T>{a}, scratch, result, s, err);
   }

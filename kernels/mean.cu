@@ -4,8 +4,12 @@
 // The input's dims are coalesced first: size-1 dims dropped, neighbours of the same kind (kept or
 // reduced) merged, so that a mean over (D, H, W) of (N, C, D, H, W) is a mean over the last dim of
 // (N*C, D*H*W), and one over C is (N, C, D*H*W) with the middle dim reduced. Then:
-// - the last dim reduced (mean_rows_kernel): a block per (output, slice of its reduced elements),
-//   its threads along the contiguous runs of the last dim;
+// - everything reduced (mean_all_kernel): common.cuh's whole-run walk, a grid of as many blocks as
+//   fit at once;
+// - each output one contiguous run (mean_runs_kernel: only trailing dims reduced, as a mean over
+//   (D, H, W)): a block per (output, slice), the tasks over a grid of as many blocks as fit at once;
+// - else the last dim reduced (mean_rows_kernel): a block per (output, slice of its reduced
+//   elements), its threads along the contiguous runs of the last dim;
 // - the last dim kept (mean_cols_kernel): a thread per output of the last dim (neighbouring threads,
 //   neighbouring outputs), a block row per (outer output, slice), the reduced dims walked like an
 //   odometer;
@@ -16,6 +20,7 @@
 // version took a block per output and a division and a modulo per dim per element: a mean of a whole
 // 537 MB volume ran on one block, 530 ms on the H200; bench/NOTES.md, ninth session.)
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
@@ -202,6 +207,33 @@ static __global__ void mean_thread_kernel(mean_plan p, const float *__restrict__
   }
 }
 
+// Everything reduced (one output): common.cuh's whole-run walk over the grid's blocks, each block's
+// sum to part[blockIdx.x] (mean_finish_kernel adds them, with p.slices = the grid's blocks). (The
+// rows kernel above, a slice of the run a block, ran it at 0.96x PyTorch on the H200.)
+static __global__ void mean_all_kernel(int64_t n, const float *__restrict__ x, double *__restrict__ part) {
+  __shared__ double scratch[32];
+  const volua_sum_state r = volua_reduce_f32_thread<volua_sum_state>(n, x);
+  const double sum = volua_block_sum(r.value(), scratch);
+  if (threadIdx.x == 0) part[blockIdx.x] = sum;
+}
+
+// Each output a contiguous run of p.reduce_numel values (after coalescing, one kept dim and one
+// reduced dim, the last): task t = o * p.slices + s sums slice s of output o, a block a task, the tasks
+// over a grid of as many blocks as fit at once. (mean_rows_kernel, a grid of (slice, output) blocks
+// of 62 registers, ran a mean over (D, H, W) of (8, 32, 32, 128, 128) at 0.92x PyTorch on the H200.)
+static __global__ void mean_runs_kernel(mean_plan p, const float *__restrict__ x, float *__restrict__ y,
+                                        double *__restrict__ part) {
+  __shared__ double scratch[32];
+  const int64_t tasks = p.out_numel * p.slices;
+  for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const int64_t o = t / p.slices, s = t - o * p.slices, lo = s * p.per_slice;
+    const int64_t len = p.per_slice < p.reduce_numel - lo ? p.per_slice : p.reduce_numel - lo;
+    const volua_sum_state r = volua_reduce_f32_block_run<volua_sum_state>(x + o * p.reduce_numel + lo, len);
+    const double sum = volua_block_sum(r.value(), scratch);
+    if (threadIdx.x == 0) mean_put(p, o, s, sum, y, part);
+  }
+}
+
 // Output o: its slices' sums added by a block, threads striding over them and then the block's
 // fixed tree (the same order every run). (A thread per output added 1056 sums in 69 us for a mean
 // of everything: one dependent load after the other.)
@@ -278,12 +310,50 @@ static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaS
     CUDA_CHECK_LAUNCH();
     return 0;
   }
+  if (p.nkept == 0) { // one output: blocks as fit at once (fewer for short runs), then their sums added
+    static int64_t resident = 0;
+    if (!resident) resident = volua_resident_blocks(mean_all_kernel, VOLUA_THREADS);
+    const int64_t tiles = cdiv(p.reduce_numel / 4, 4 * VOLUA_THREADS);
+    p.slices = tiles < resident ? tiles : resident;
+    if (p.slices < 1) p.slices = 1;
+    double *part = NULL;
+    if (volua_cuda_malloc((void **)&part, p.slices * (int64_t)sizeof(double), err)) return 1;
+    mean_all_kernel<<<(unsigned)p.slices, VOLUA_THREADS, 0, s>>>(p.reduce_numel, x, part);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) {
+      mean_finish_kernel<<<1, 128, 0, s>>>(p, part, y);
+      e = cudaGetLastError();
+    }
+    volua_cuda_free(part);
+    if (e != cudaSuccess) return volua_kernel_error(err, op, e, "kernel launch", __FILE__, __LINE__);
+    return 0;
+  }
+  if (!last_kept && p.nred == 1) { // contiguous runs: mean_runs_kernel, slices of at least 8192 values
+    static int64_t resident = 0;
+    if (!resident) resident = volua_resident_blocks(mean_runs_kernel, VOLUA_THREADS);
+    const int64_t sl = volua_chunks_per_item(p.out_numel, p.reduce_numel, 8192, resident);
+    p.per_slice = cdiv(cdiv(p.reduce_numel, sl), 4) * 4; // (a multiple of 4: the slices keep x's alignment)
+    p.slices = cdiv(p.reduce_numel, p.per_slice);
+    const int64_t tasks = p.out_numel * p.slices;
+    double *part = NULL;
+    if (p.slices > 1 && volua_cuda_malloc((void **)&part, tasks * (int64_t)sizeof(double), err)) return 1;
+    mean_runs_kernel<<<(unsigned)(tasks < resident ? tasks : resident), VOLUA_THREADS, 0, s>>>(p, x, y, part);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && p.slices > 1) {
+      mean_finish_kernel<<<volua_grid_for(p.out_numel, 1), 128, 0, s>>>(p, part, y);
+      e = cudaGetLastError();
+    }
+    volua_cuda_free(part);
+    if (e != cudaSuccess) return volua_kernel_error(err, op, e, "kernel launch", __FILE__, __LINE__);
+    return 0;
+  }
   int sms = 0;
   if (volua_sm_count(&sms) != cudaSuccess || sms < 1) {
     (void)cudaGetLastError();
     sms = 16;
   }
-  const int64_t want = (int64_t)sms * 8; // blocks to fill the GPU
+  static const char *want_env = getenv("VOLUA_MEAN_BLOCKS"); // (for measuring: blocks to aim at)
+  const int64_t want = want_env && atoll(want_env) > 0 ? atoll(want_env) : (int64_t)sms * 8; // blocks to fill the GPU
   dim3 grid;
   int cols4 = 0; // mean_cols_kernel<4>
   const bool rows = !last_kept && p.red_size[p.nred - 1] >= MEAN_MIN_RUN;

@@ -289,16 +289,19 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
   end)
 
   it("mean: rows, columns and threads, reductions in slices, NaN, an empty reduction", function()
-    -- (mean.cu after coalescing: last dim reduced in runs of 64 or more: a block per (output, slice);
-    -- last dim kept: a thread per output, slices of the reduced dims, one or several of them)
+    -- (mean.cu after coalescing: only trailing dims reduced: a block per (output, slice) of each
+    -- output's contiguous run; else the last dim reduced in runs of 64 or more: a block per
+    -- (output, slice) walking the runs; last dim kept: a thread per output, slices of the reduced
+    -- dims, one or several of them)
     local x = data({2, 3, 29, 41, 51}, SEED + 41, 5)
     sprinkle(x, generator(SEED + 44), 1)
     local y = data({2, 300, 8, 40}, SEED + 42)
     local y2 = data({2, 300, 7, 9}, SEED + 45)
     local z = data({20, 6, 30, 40}, SEED + 43, -3)
     local cases = {
-      {x, {3, 4, 5}}, -- rows of 60 639 in 7 slices (runs off 16-byte boundaries), 6 outputs, one NaN
-      {x, {2, 3, 4, 5}}, -- rows of 181 917
+      {x, {3, 4, 5}}, -- contiguous runs of 60 639 in 7 slices (runs off 16-byte boundaries), 6 outputs, one NaN
+      {x, {2, 3, 4, 5}}, -- contiguous runs of 181 917
+      {x, {2, 4, 5}}, -- (C, H, W) reduced, (N, D) kept: 58 outputs, each 3 runs of 2091
       {y, 2},         -- columns, 4 outputs a thread: 300 reduced elements in slices, 640 outputs
       {y, {1, 2, 3}}, -- columns: one reduced dim of 4800 after coalescing
       {y2, 2},        -- columns of 63 outputs: one output a thread
@@ -759,6 +762,23 @@ describe("GPU against CPU: tensor methods (seed " .. SEED .. ")", function()
   end)
 
   it("sum, max, min, max_abs_diff and allclose", function()
+    -- float32 sum, max, min and the mean of everything walk the run in tiles of 1024 float4s a block
+    -- (common.cuh): whole tiles, a last partial tile, and 1 to 3 values past the last float4
+    for i, shape in ipairs({{999, 3001}, {7, 11, 13}, {5, 3}, {1, 1026}, {1000, 3001}}) do
+      local xs = data(shape, SEED + 510 + i, 0.25)
+      local gs = xs:to(target)
+      local sc, sg, scale = xs:sum(), gs:sum(), xs:abs():sum()
+      assert.is_true(math.abs(sc - sg) <= 1e-9 * scale, ("sum of %d values: %.17g vs %.17g"):format(xs:numel(), sg, sc))
+      assert.equal(xs:max(), gs:max())
+      assert.equal(xs:min(), gs:min())
+      assert_close(vol.mean(gs), vol.mean(xs), "mean of " .. xs:numel() .. " values")
+      -- the extreme at the very last value
+      local last = xs:clone()
+      last:set(100, unpack(shape))
+      assert.equal(100, last:to(target):max(), "max at the last of " .. xs:numel())
+      last:set(-100, unpack(shape))
+      assert.equal(-100, last:to(target):min(), "min at the last of " .. xs:numel())
+    end
     local x = data({1000, 3001}, SEED + 501, 0.25) -- several reduction blocks
     local g = x:to(target)
     local s_cpu, s_gpu = x:sum(), g:sum()
