@@ -263,11 +263,18 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
   end)
 
   -- Fixed shapes that reach each kernel variant the random ones may miss.
-  it("group_norm: few large groups (split over blocks) and many groups (a block each)", function()
+  it("group_norm: groups in many chunks, rows in several, odd sizes, many groups, a mean far off zero", function()
+    -- kernels/group_norm.cu: a group's statistics in chunks of at least 4096 values (a multiple of 4),
+    -- a row's values in chunks of 16384; float4s from the first 16-byte boundary, the rest one by one
     local cases = {
-      {shape = {1, 2, 64, 64, 20}, groups = 1, offset = 1000}, -- 163840 values in one group
+      {shape = {1, 2, 64, 64, 20}, groups = 1, offset = 1000}, -- 163840 values in one group: 40 chunks
       {shape = {2, 4, 40, 40, 30}, groups = 2, offset = 0},
-      {shape = {64, 32, 3, 3, 3}, groups = 16, offset = 5},    -- 1024 groups
+      {shape = {64, 32, 3, 3, 3}, groups = 16, offset = 5},    -- 1024 groups of 54 (rows of 27: no float4s)
+      {shape = {256, 64, 2, 2, 2}, groups = 32, offset = 0},   -- 8192 groups, a chunk each
+      {shape = {3, 6, 5, 7, 9}, groups = 3, offset = 0},       -- rows of 315 and groups of 630: odd starts
+      {shape = {2, 4, 3, 101, 109}, groups = 2, offset = 0},   -- rows of 33027: 3 chunks, odd starts
+      {shape = {1, 3, 7, 61, 97}, groups = 1, offset = 0},     -- one group of 124257: chunks end mid-row
+      {shape = {2, 8, 16, 32, 33}, groups = 4, offset = 1e5},  -- mean 1e5, spread 1: E[x^2] - E[x]^2 in float32 fails
     }
     for i, c in ipairs(cases) do
       local x = data(c.shape, SEED + i, c.offset)
