@@ -473,6 +473,9 @@ int volua_cuda_malloc(void **p, int64_t bytes, char *err) {
   if (stats.allocated > stats.peak_allocated) stats.peak_allocated = stats.allocated;
   pthread_mutex_unlock(&mem_lock);
   *p = b.ptr;
+  /* VOLUA_POISON=1: every new block NaN (all bits set), tensors and the kernels' scratch alike, so
+   * that a read of what nobody wrote shows */
+  if (volua_cuda_poison_enabled()) cudaMemsetAsync(b.ptr, 0xFF, (size_t)bytes, (cudaStream_t)volua_cuda_stream());
   return 0;
 }
 

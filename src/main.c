@@ -94,7 +94,7 @@ static void print_usage(void) {
     "  --         stop handling options\n"
     "  -h, --help show this help\n"
     "Environment: VOLUA_HISTORY (REPL history file, default ~/.volua_history),\n"
-    "  VOLUA_POISON=1 (fill new GPU tensors with NaN, for tests).\n"
+    "  VOLUA_POISON=1 (fill new GPU tensors and scratch with NaN, for tests).\n"
     "With no script and a terminal on stdin, %s starts the REPL.\n",
     progname, progname);
   fflush(stderr);

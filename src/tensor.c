@@ -78,11 +78,8 @@ int volua_tensor_alloc(volua_tensor *t, int ndim, const int64_t *shape, volua_dt
   st->device = device;
   st->id = ++next_id;
   if (device == VOLUA_DEVICE_CUDA) {
+    /* (VOLUA_POISON=1: the allocator fills it with NaN) */
     if (volua_cuda_malloc(&st->data, nbytes > 0 ? nbytes : 1, err)) { free(st); return 1; }
-#ifdef VOLUA_CUDA
-    if (volua_cuda_poison_enabled() && nbytes > 0)
-      cudaMemsetAsync(st->data, 0xFF, (size_t)nbytes, (cudaStream_t)volua_cuda_stream());
-#endif
   } else {
     /* 64-byte alignment keeps vector loads aligned; at least 1 byte so data is never NULL. */
     size_t sz = ((size_t)(nbytes > 0 ? nbytes : 1) + 63) & ~(size_t)63;
