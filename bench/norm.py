@@ -3,12 +3,13 @@ machine).
 
 For each case: PyTorch's F.group_norm (eager; NORM_COMPILE=1 adds torch.compile) with CUDA events, a
 256 MB write (L2 flush) before each call, median of 30 after 5 warm-ups; then volua's bench/norm.lua the
-same way (vol.bench) for each binary given (default build/bin/volua), which also checks its GPU result
+same way (vol.bench) for each binary given (default build/bin/volua; "path;A=1,B=2" sets environment
+variables for that one), which also checks its GPU result
 against its CPU reference (allclose, rtol 1e-4, atol 1e-5). Prints a table: PyTorch ms, volua ms per
 binary, the ratio to eager, the byte floor (x read twice and y written once at FLOOR_TBS TB/s, 4.2 on an
 H200: no normalisation can read x fewer than twice unless the whole tensor stays on chip) and volua's %
 of it.
-Run: python3 bench/norm.py [volua binaries...]
+Run: python3 bench/norm.py [volua binaries, each "path" or "path;A=1,B=2"...]
 """
 import os
 import subprocess
@@ -55,8 +56,12 @@ def main():
     torch.cuda.empty_cache()
     spec = ";".join(f"{n},{','.join(map(str, s))},{g},{int(a)}" for n, s, g, a in CASES)
     got = []
-    for path in bins:
-        out = subprocess.run([path, "bench/norm.lua", spec], capture_output=True, text=True, check=True).stdout
+    for arg in bins:
+        path, _, sets = arg.partition(";")
+        env = dict(os.environ)
+        env.update(kv.split("=", 1) for kv in sets.split(",") if kv)
+        out = subprocess.run([path, "bench/norm.lua", spec], capture_output=True, text=True, check=True,
+                             env=env).stdout
         res = {}
         for line in out.splitlines():
             f = line.split()

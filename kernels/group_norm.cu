@@ -3,24 +3,34 @@
 // (in double, rounded once to float). 64-bit indices throughout (a group may hold more than 2^31
 // values).
 //
-// Two passes over x, the least a normalisation can read (PyTorch's kernels make the same two):
-// 1. gn_stats_kernel: each group in `bpg` chunks, a block a chunk. A thread loads 16 values at a time
-//    (four float4s in flight), takes their mean and squared deviations in double (two-pass, in
-//    registers), and folds them into its running (count, mean, M2) by Chan's parallel update; the
-//    block folds its threads' states in a fixed order, gn_finish_kernel a group's chunks.
-//    Stable where the mean is large against the spread, as the CPU's two passes are, and the same
-//    result every run (the order depends only on the shape and the GPU's size).
-// 2. gn_apply_kernel: a block a chunk of one (sample, channel) row, so that the row's mean, rstd,
-//    weight and bias are one load each; float4s, four in flight a thread.
+// The statistics: a group in chunks, a block a chunk. A thread loads 16 values at a time (four
+// float4s in flight), takes their mean and squared deviations in double (two-pass, in registers),
+// and folds them into its running (count, mean, M2) by Chan's parallel update; the block folds its
+// threads' states in a fixed order, and a group's chunks are folded in order. Stable where the mean
+// is large against the spread, as the CPU's two passes are, and the same result every run (the
+// order depends only on the shape and the GPU's size).
+//
+// Two ways to run it:
+// - gn_fused_kernel (groups of at most GN_FUSED_MAX_GROUP values): one launch. A block takes a
+//   chunk's statistics, waits for the rest of its group's chunks (the last block to finish folds
+//   them), then normalises its chunk, which L2 may still hold: x comes from DRAM about once.
+// - three kernels (larger groups, or VOLUA_GN_FUSED=0): gn_stats_kernel (the chunks' moments),
+//   gn_finish_kernel (a group's fold), gn_apply_kernel (a block a chunk of one (sample, channel)
+//   row, so that the row's mean, rstd, weight and bias are one load each; float4s, four in flight
+//   a thread). x is read twice, as PyTorch's kernels read it.
 // (The first version read x three times, one float at a time, and divided a 64-bit index by S and
 // by C for every value of the apply pass: bench/NOTES.md, thirty-fifth session.)
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common.cuh"
 
 #define GN_THREADS 256
 #define GN_MIN_CHUNK 4096 /* values a chunk at least (a group's for the statistics, a row's to apply) */
+#define GN_FUSED_CHUNK 16384 /* the fused kernel's chunks: 4 blocks an SM on 132 SMs hold 35 MB of them */
+#define GN_FUSED_MAX_GROUP (128 * GN_FUSED_CHUNK) /* larger groups: three passes (measured faster) */
 
 // -- (count, mean, M2) states: Chan, Golub and LeVeque's parallel update ----
 
@@ -82,45 +92,89 @@ __device__ __forceinline__ int64_t gn_head(const float *p, int64_t len) {
 
 // -- kernels ----
 
+// This thread's moments of the run p[0, len) (a chunk of one group), before the block's fold.
+__device__ __forceinline__ gn_moments gn_run_moments(const float *__restrict__ p, int64_t len) {
+  const int64_t bd = blockDim.x;
+  gn_moments a = {0.0, 0.0, 0.0};
+  const int64_t head = gn_head(p, len);
+  if (threadIdx.x < head) gn_fold(a, 1.0, (double)p[threadIdx.x], 0.0);
+  const float4 *p4 = reinterpret_cast<const float4 *>(p + head);
+  const int64_t n4 = (len - head) / 4;
+  int64_t t = threadIdx.x;
+  for (; t + 3 * bd < n4; t += 4 * bd) {
+    float4 u[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) u[k] = p4[t + k * bd];
+    const float v[16] = {u[0].x, u[0].y, u[0].z, u[0].w, u[1].x, u[1].y, u[1].z, u[1].w,
+                         u[2].x, u[2].y, u[2].z, u[2].w, u[3].x, u[3].y, u[3].z, u[3].w};
+    gn_fold_values<16>(a, v);
+  }
+  if (t < n4) { // the last, partial group of four: its loads first, all in flight
+    float4 u[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (t + k * bd < n4) u[k] = p4[t + k * bd];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (t + k * bd < n4) {
+        const float v[4] = {u[k].x, u[k].y, u[k].z, u[k].w};
+        gn_fold_values<4>(a, v);
+      }
+  }
+  for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) gn_fold(a, 1.0, (double)p[e], 0.0);
+  return a;
+}
+
+// y for one value: the CPU's expression, in double.
+__device__ __forceinline__ float gn_apply(float v, double mean, double rstd, double scale, double shift) {
+  return (float)(((double)v - mean) * rstd * scale + shift);
+}
+
+// y = gn_apply(x) over the run [0, len) of one channel, by the block: float4s from the first 16-byte
+// boundary, four in flight a thread. LAST: x's last read (evict-first loads) and streaming stores,
+// so that L2 keeps what the fused kernel still has to read again.
+template <bool LAST>
+__device__ __forceinline__ void gn_apply_run(const float *__restrict__ xp, float *__restrict__ yp, int64_t len,
+                                             double m, double r, double sc, double sh) {
+  const int64_t bd = blockDim.x;
+  if (((uintptr_t)xp & 15) != ((uintptr_t)yp & 15)) { // x and y apart by other than 16-byte steps
+    for (int64_t e = threadIdx.x; e < len; e += bd) yp[e] = gn_apply(xp[e], m, r, sc, sh);
+    return;
+  }
+  const int64_t head = gn_head(xp, len);
+  if (threadIdx.x < head) yp[threadIdx.x] = gn_apply(xp[threadIdx.x], m, r, sc, sh);
+  const float4 *x4 = reinterpret_cast<const float4 *>(xp + head);
+  float4 *y4 = reinterpret_cast<float4 *>(yp + head);
+  const int64_t n4 = (len - head) / 4;
+  for (int64_t t = threadIdx.x; t < n4; t += 4 * bd) {
+    float4 u[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (t + k * bd < n4) u[k] = LAST ? __ldcs(x4 + t + k * bd) : x4[t + k * bd];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (t + k * bd < n4) {
+        const float4 v = make_float4(gn_apply(u[k].x, m, r, sc, sh), gn_apply(u[k].y, m, r, sc, sh),
+                                     gn_apply(u[k].z, m, r, sc, sh), gn_apply(u[k].w, m, r, sc, sh));
+        if (LAST) __stcs(y4 + t + k * bd, v);
+        else y4[t + k * bd] = v;
+      }
+  }
+  for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) yp[e] = gn_apply(xp[e], m, r, sc, sh);
+}
+
+// -- three passes: statistics, their fold, the normalisation ----
+
 // Task t = group * bpg + k: values [k * chunk, (k + 1) * chunk) of the group (the last shorter),
 // its state to part[t].
 static __global__ void __launch_bounds__(GN_THREADS, 4)
     gn_stats_kernel(const float *__restrict__ x, int64_t M, int64_t tasks, int64_t bpg, int64_t chunk,
                     gn_moments *__restrict__ part) {
   __shared__ gn_moments scratch[32];
-  const int64_t bd = blockDim.x;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const int64_t grp = task / bpg, lo = (task - grp * bpg) * chunk;
     const int64_t len = lo + chunk < M ? chunk : M - lo;
-    const float *p = x + grp * M + lo;
-    gn_moments a = {0.0, 0.0, 0.0};
-    const int64_t head = gn_head(p, len);
-    if (threadIdx.x < head) gn_fold(a, 1.0, (double)p[threadIdx.x], 0.0);
-    const float4 *p4 = reinterpret_cast<const float4 *>(p + head);
-    const int64_t n4 = (len - head) / 4;
-    int64_t t = threadIdx.x;
-    for (; t + 3 * bd < n4; t += 4 * bd) {
-      float4 u[4];
-#pragma unroll
-      for (int k = 0; k < 4; k++) u[k] = p4[t + k * bd];
-      const float v[16] = {u[0].x, u[0].y, u[0].z, u[0].w, u[1].x, u[1].y, u[1].z, u[1].w,
-                           u[2].x, u[2].y, u[2].z, u[2].w, u[3].x, u[3].y, u[3].z, u[3].w};
-      gn_fold_values<16>(a, v);
-    }
-    if (t < n4) { // the last, partial group of four: its loads first, all in flight
-      float4 u[4];
-#pragma unroll
-      for (int k = 0; k < 4; k++)
-        if (t + k * bd < n4) u[k] = p4[t + k * bd];
-#pragma unroll
-      for (int k = 0; k < 4; k++)
-        if (t + k * bd < n4) {
-          const float v[4] = {u[k].x, u[k].y, u[k].z, u[k].w};
-          gn_fold_values<4>(a, v);
-        }
-    }
-    for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) gn_fold(a, 1.0, (double)p[e], 0.0);
-    a = gn_block_fold(a, scratch);
+    const gn_moments a = gn_block_fold(gn_run_moments(x + grp * M + lo, len), scratch);
     if (threadIdx.x == 0) part[task] = a;
   }
 }
@@ -144,55 +198,97 @@ static __global__ void gn_finish_kernel(int64_t count, int64_t bpg, double eps, 
   }
 }
 
-// y for one value: the CPU's expression, in double.
-__device__ __forceinline__ float gn_apply(float v, double mean, double rstd, double scale, double shift) {
-  return (float)(((double)v - mean) * rstd * scale + shift);
-}
-
 // Task t = row * cpr + k (row = n * C + c): values [k * chunk, (k + 1) * chunk) of the row.
 static __global__ void gn_apply_kernel(volua_group_norm_geom g, int64_t cpr, int64_t chunk, const float *__restrict__ x,
                                        const double *__restrict__ mean, const double *__restrict__ rstd,
                                        const float *__restrict__ w, const float *__restrict__ b,
                                        float *__restrict__ y) {
-  const int64_t bd = blockDim.x, cpg = g.C / g.groups, tasks = g.N * g.C * cpr;
+  const int64_t cpg = g.C / g.groups, tasks = g.N * g.C * cpr;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const int64_t row = task / cpr, lo = (task - row * cpr) * chunk;
     const int64_t n = row / g.C, c = row - n * g.C, grp = n * g.groups + c / cpg;
-    const double m = mean[grp], r = rstd[grp], sc = w ? (double)w[c] : 1.0, sh = b ? (double)b[c] : 0.0;
+    const double sc = w ? (double)w[c] : 1.0, sh = b ? (double)b[c] : 0.0;
     const int64_t len = lo + chunk < g.S ? chunk : g.S - lo;
-    const float *xp = x + row * g.S + lo;
-    float *yp = y + row * g.S + lo;
-    if (((uintptr_t)xp & 15) != ((uintptr_t)yp & 15)) { // x and y apart by other than 16-byte steps
-      for (int64_t e = threadIdx.x; e < len; e += bd) yp[e] = gn_apply(xp[e], m, r, sc, sh);
-      continue;
+    gn_apply_run<false>(x + row * g.S + lo, y + row * g.S + lo, len, mean[grp], rstd[grp], sc, sh);
+  }
+}
+
+// -- one pass from DRAM: the fused kernel ----
+
+// Task t = group * bpg + k, taken in order from a counter (*next) by whichever block is free: the
+// block takes the chunk's moments, and where the group has several chunks, leaves them in part[t] and
+// counts itself in cnt[group]. The last of the group's blocks folds the group's parts (in order) into
+// stat[group] and raises flag[group]; the others wait for the flag. Then each block normalises its
+// chunk, which it read a moment ago: from L2, not DRAM, when the blocks' chunks fit in it together.
+// A block waits only for chunks already taken, or next in line, by blocks running at once (the
+// launch is cooperative: every block is resident), and a group's chunks are at most the grid's
+// blocks: no block waits for one that cannot run.
+static __global__ void __launch_bounds__(GN_THREADS, 4)
+    gn_fused_kernel(volua_group_norm_geom g, int64_t M, int64_t bpg, int64_t chunk, const float *__restrict__ x,
+                    const float *__restrict__ w, const float *__restrict__ b, float *__restrict__ y,
+                    gn_moments *__restrict__ part, double2 *__restrict__ stat, unsigned long long *next,
+                    unsigned int *cnt, unsigned int *flag) {
+  __shared__ gn_moments scratch[32];
+  __shared__ int64_t s_task;
+  __shared__ int s_last;
+  __shared__ double s_mean, s_rstd;
+  const int64_t tasks = g.N * g.groups * bpg, cpg = g.C / g.groups;
+  for (;;) {
+    if (threadIdx.x == 0) s_task = (int64_t)atomicAdd(next, 1ull);
+    __syncthreads();
+    const int64_t task = s_task;
+    if (task >= tasks) break;
+    const int64_t grp = task / bpg, lo = (task - grp * bpg) * chunk;
+    const int64_t len = lo + chunk < M ? chunk : M - lo;
+    const float *xg = x + grp * M;
+    gn_moments a = gn_block_fold(gn_run_moments(xg + lo, len), scratch);
+    if (bpg == 1) {
+      if (threadIdx.x == 0) {
+        s_mean = a.mean;
+        s_rstd = 1.0 / sqrt(a.m2 / a.n + g.eps);
+      }
+    } else {
+      if (threadIdx.x == 0) {
+        part[task] = a;
+        __threadfence();
+        s_last = atomicAdd(cnt + grp, 1u) == (unsigned)(bpg - 1);
+      }
+      __syncthreads();
+      if (s_last) { // every part is in: fold them in order, publish, raise the flag
+        __threadfence();
+        a = {0.0, 0.0, 0.0};
+        const double *pd = reinterpret_cast<const double *>(part + grp * bpg);
+        for (int64_t k = threadIdx.x; k < bpg; k += blockDim.x) {
+          const double n = __ldcg(pd + 3 * k), mb = __ldcg(pd + 3 * k + 1), m2 = __ldcg(pd + 3 * k + 2);
+          gn_fold(a, n, mb, m2);
+        }
+        a = gn_block_fold(a, scratch);
+        if (threadIdx.x == 0) {
+          s_mean = a.mean;
+          s_rstd = 1.0 / sqrt(a.m2 / a.n + g.eps);
+          stat[grp] = make_double2(s_mean, s_rstd);
+          __threadfence();
+          atomicExch(flag + grp, 1u);
+        }
+      } else if (threadIdx.x == 0) {
+        const volatile unsigned int *f = flag + grp;
+        while (*f == 0) __nanosleep(64);
+        __threadfence();
+        const double2 mr = __ldcg(stat + grp);
+        s_mean = mr.x;
+        s_rstd = mr.y;
+      }
     }
-    const int64_t head = gn_head(xp, len);
-    if (threadIdx.x < head) yp[threadIdx.x] = gn_apply(xp[threadIdx.x], m, r, sc, sh);
-    const float4 *x4 = reinterpret_cast<const float4 *>(xp + head);
-    float4 *y4 = reinterpret_cast<float4 *>(yp + head);
-    const int64_t n4 = (len - head) / 4;
-    int64_t t = threadIdx.x;
-    for (; t + 3 * bd < n4; t += 4 * bd) {
-      float4 u[4];
-#pragma unroll
-      for (int k = 0; k < 4; k++) u[k] = x4[t + k * bd];
-#pragma unroll
-      for (int k = 0; k < 4; k++)
-        y4[t + k * bd] = make_float4(gn_apply(u[k].x, m, r, sc, sh), gn_apply(u[k].y, m, r, sc, sh),
-                                     gn_apply(u[k].z, m, r, sc, sh), gn_apply(u[k].w, m, r, sc, sh));
+    __syncthreads();
+    const double m = s_mean, r = s_rstd;
+    // the chunk's channels, each its own run: [max(lo, j S), min(lo + len, (j + 1) S)) for channel j
+    const int64_t c0 = (grp % g.groups) * cpg, j1 = (lo + len - 1) / g.S;
+    for (int64_t j = lo / g.S; j <= j1; j++) {
+      const int64_t a0 = j * g.S > lo ? j * g.S : lo, a1 = (j + 1) * g.S < lo + len ? (j + 1) * g.S : lo + len;
+      const double sc = w ? (double)w[c0 + j] : 1.0, sh = b ? (double)b[c0 + j] : 0.0;
+      gn_apply_run<true>(xg + a0, y + grp * M + a0, a1 - a0, m, r, sc, sh);
     }
-    if (t < n4) { // the last, partial group of four
-      float4 u[4];
-#pragma unroll
-      for (int k = 0; k < 4; k++)
-        if (t + k * bd < n4) u[k] = x4[t + k * bd];
-#pragma unroll
-      for (int k = 0; k < 4; k++)
-        if (t + k * bd < n4)
-          y4[t + k * bd] = make_float4(gn_apply(u[k].x, m, r, sc, sh), gn_apply(u[k].y, m, r, sc, sh),
-                                       gn_apply(u[k].z, m, r, sc, sh), gn_apply(u[k].w, m, r, sc, sh));
-    }
-    for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) yp[e] = gn_apply(xp[e], m, r, sc, sh);
+    __syncthreads(); // s_task, s_mean and s_rstd are rewritten by the next task
   }
 }
 
@@ -200,11 +296,70 @@ static __global__ void gn_apply_kernel(volua_group_norm_geom g, int64_t cpr, int
 
 static int64_t gn_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The fused kernel, if the GPU launches cooperative kernels and VOLUA_GN_FUSED is not 0. Chunks of
+// GN_FUSED_CHUNK values (VOLUA_GN_CHUNK, for measuring), or more where a group would otherwise have
+// more chunks than the grid has blocks. *ran says whether it ran (a cooperative launch the GPU
+// refuses leaves it 0, for the three passes).
+static int launch_group_norm_fused(const volua_group_norm_geom *g, const float *x, const float *w, const float *b,
+                                   float *y, cudaStream_t s, char *err, int *ran) {
+  const char *op = "group_norm";
+  *ran = 0;
+  static int coop = -1;
+  static int64_t resident = 0;
+  if (coop < 0) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess)
+      coop = 0;
+    (void)cudaGetLastError();
+    resident = volua_resident_blocks(gn_fused_kernel, GN_THREADS);
+  }
+  const char *env = getenv("VOLUA_GN_FUSED"); // 0: never; 2: whatever the group's size
+  const int64_t M = (g->C / g->groups) * g->S, count = g->N * g->groups;
+  if (!coop || (env && strcmp(env, "0") == 0)) return 0;
+  if (M > GN_FUSED_MAX_GROUP && !(env && strcmp(env, "2") == 0)) return 0;
+  const char *want = getenv("VOLUA_GN_CHUNK");
+  int64_t chunk = want && atoll(want) > 0 ? atoll(want) : GN_FUSED_CHUNK;
+  if (chunk < gn_cdiv(M, resident)) chunk = gn_cdiv(M, resident);
+  chunk = gn_cdiv(chunk, 4) * 4; // a multiple of 4: the chunks keep x's alignment
+  if (chunk > M) chunk = M;
+  int64_t bpg = gn_cdiv(M, chunk);
+  const int64_t tasks = count * bpg, grid = tasks < resident ? tasks : resident;
+  // scratch: stat[count], part[tasks] (several chunks a group only), then what the memset zeroes:
+  // next, cnt[count], flag[count]
+  const int64_t part_n = bpg > 1 ? tasks : 0;
+  const int64_t sync_bytes = 8 + 8 * count;
+  const int64_t bytes = count * (int64_t)sizeof(double2) + part_n * (int64_t)sizeof(gn_moments) + sync_bytes;
+  void *scratch = NULL;
+  if (volua_cuda_malloc(&scratch, bytes, err)) return 1;
+  double2 *stat = (double2 *)scratch;
+  gn_moments *part = (gn_moments *)(stat + count);
+  unsigned long long *next = (unsigned long long *)(part + part_n);
+  unsigned int *cnt = (unsigned int *)(next + 1), *flag = cnt + count;
+  volua_group_norm_geom gg = *g;
+  void *args[] = {&gg, (void *)&M, &bpg, &chunk, (void *)&x, (void *)&w, (void *)&b, &y, &part, &stat, &next, &cnt, &flag};
+  cudaError_t e = cudaMemsetAsync(next, 0, (size_t)sync_bytes, s);
+  if (e == cudaSuccess) {
+    e = cudaLaunchCooperativeKernel((const void *)gn_fused_kernel, dim3((unsigned)grid), dim3(GN_THREADS), args, 0, s);
+    if (e == cudaErrorCooperativeLaunchTooLarge) { // (another context holds part of the GPU): three passes
+      (void)cudaGetLastError();
+      volua_cuda_free(scratch);
+      return 0;
+    }
+  }
+  volua_cuda_free(scratch); // (stream-ordered: the caching allocator reuses it only after this kernel)
+  if (e != cudaSuccess) return volua_kernel_error(err, op, e, "kernel launch", __FILE__, __LINE__);
+  *ran = 1;
+  return 0;
+}
+
 static int launch_group_norm(const volua_group_norm_geom *g, const float *x, const float *w, const float *b, float *y,
                              cudaStream_t s, char *err) {
   const char *op = "group_norm";
   const int64_t M = (g->C / g->groups) * g->S, count = g->N * g->groups;
   if (count <= 0 || M <= 0) return 0;
+  int ran = 0;
+  if (launch_group_norm_fused(g, x, w, b, y, s, err, &ran)) return 1;
+  if (ran) return 0;
   static int64_t stats_resident = 0, apply_resident = 0;
   if (!stats_resident) stats_resident = volua_resident_blocks(gn_stats_kernel, GN_THREADS);
   if (!apply_resident) apply_resident = volua_resident_blocks(gn_apply_kernel, GN_THREADS);
