@@ -556,10 +556,10 @@ extern "C" int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua
 extern "C" int volua_cuda_fill(int64_t n, int dt, void *y, double v, cudaStream_t s, char *err) {
   const char *op = "fill";
   if (n <= 0) return 0;
-  // All-zero bits (0, and 0.0f but not -0.0f): a memset, which wrote 4.35 TB/s on the H200.
-  const int zero = dt == VOLUA_INT64 ? (int64_t)v == 0 : ((float)v == 0.0f && !signbit((float)v));
-  if (zero) {
-    CUDA_CHECK(cudaMemsetAsync(y, 0, (size_t)n * (dt == VOLUA_INT64 ? 8 : 4), s));
+  // int64 zeros: a memset. (float32 zeros too until the thirty-fifth session: the kernel below wrote
+  // a 537 MB volume in 0.1185 ms against the memset's 0.1195 on the H200, four pairs, run s35r5.)
+  if (dt == VOLUA_INT64 && (int64_t)v == 0) {
+    CUDA_CHECK(cudaMemsetAsync(y, 0, (size_t)n * 8, s));
     return 0;
   }
   if (dt == VOLUA_INT64)
