@@ -299,6 +299,17 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     end
   end)
 
+  it("mean: one block per output (long reductions) and one thread per output", function()
+    local x = data({3, 40, 50, 7}, SEED + 31, 10)
+    for _, dims in ipairs({{2, 3}, {1, 2, 3, 4}, {1}, {4}, {1, 3}}) do
+      for _, keep in ipairs({false, true}) do
+        assert_close(vol.mean(x:to(target), dims, keep), vol.mean(x, dims, keep),
+                     "mean dims " .. show(dims) .. " keepdim " .. tostring(keep))
+      end
+    end
+    assert_close(vol.mean(x:to(target)), vol.mean(x), "mean of all")
+  end)
+
   it("mean: rows, columns and threads, reductions in slices, NaN, an empty reduction", function()
     -- (mean.cu after coalescing: only trailing dims reduced: a block per (output, slice) of each
     -- output's contiguous run; else the last dim reduced in runs of 64 or more: a block per
