@@ -156,8 +156,10 @@ __device__ __forceinline__ void gn_apply_run(const float *__restrict__ xp, float
       if (t + k * bd < n4) {
         const float4 v = make_float4(gn_apply(u[k].x, m, r, sc, sh), gn_apply(u[k].y, m, r, sc, sh),
                                      gn_apply(u[k].z, m, r, sc, sh), gn_apply(u[k].w, m, r, sc, sh));
-        if (LAST) __stcs(y4 + t + k * bd, v);
-        else y4[t + k * bd] = v;
+        if (LAST)
+          __stcs(y4 + t + k * bd, v);
+        else
+          y4[t + k * bd] = v;
       }
   }
   for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) yp[e] = gn_apply(xp[e], m, r, sc, sh);
@@ -199,10 +201,12 @@ static __global__ void gn_finish_kernel(int64_t count, int64_t bpg, double eps, 
 }
 
 // Task t = row * cpr + k (row = n * C + c): values [k * chunk, (k + 1) * chunk) of the row.
-static __global__ void gn_apply_kernel(volua_group_norm_geom g, int64_t cpr, int64_t chunk, const float *__restrict__ x,
-                                       const double *__restrict__ mean, const double *__restrict__ rstd,
-                                       const float *__restrict__ w, const float *__restrict__ b,
-                                       float *__restrict__ y) {
+// (Six blocks an SM, 40 registers: one volume of 8 groups of 8.4 M values 0.2297 -> 0.2241 ms on the H200
+// against the 64 registers the compiler chose, run s35r10.)
+static __global__ void __launch_bounds__(GN_THREADS, 6)
+    gn_apply_kernel(volua_group_norm_geom g, int64_t cpr, int64_t chunk, const float *__restrict__ x,
+                    const double *__restrict__ mean, const double *__restrict__ rstd, const float *__restrict__ w,
+                    const float *__restrict__ b, float *__restrict__ y) {
   const int64_t cpg = g.C / g.groups, tasks = g.N * g.C * cpr;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const int64_t row = task / cpr, lo = (task - row * cpr) * chunk;
@@ -222,7 +226,8 @@ static __global__ void gn_apply_kernel(volua_group_norm_geom g, int64_t cpr, int
 // chunk, which it read a moment ago: from L2, not DRAM, when the blocks' chunks fit in it together.
 // A block waits only for chunks already taken, or next in line, by blocks running at once (the
 // launch is cooperative: every block is resident), and a group's chunks are at most the grid's
-// blocks: no block waits for one that cannot run.
+// blocks: no block waits for one that cannot run. Where every group is one chunk (bpg 1), nobody
+// waits: a plain launch, next and the rest NULL, and block i takes tasks i, i + grid, ...
 static __global__ void __launch_bounds__(GN_THREADS, 4)
     gn_fused_kernel(volua_group_norm_geom g, int64_t M, int64_t bpg, int64_t chunk, const float *__restrict__ x,
                     const float *__restrict__ w, const float *__restrict__ b, float *__restrict__ y,
@@ -233,10 +238,12 @@ static __global__ void __launch_bounds__(GN_THREADS, 4)
   __shared__ int s_last;
   __shared__ double s_mean, s_rstd;
   const int64_t tasks = g.N * g.groups * bpg, cpg = g.C / g.groups;
-  for (;;) {
-    if (threadIdx.x == 0) s_task = (int64_t)atomicAdd(next, 1ull);
-    __syncthreads();
-    const int64_t task = s_task;
+  for (int64_t it = blockIdx.x;; it += gridDim.x) {
+    if (next) { // (NULL where every group is one chunk: nobody waits, and blocks take tasks in grid order)
+      if (threadIdx.x == 0) s_task = (int64_t)atomicAdd(next, 1ull);
+      __syncthreads();
+    }
+    const int64_t task = next ? s_task : it;
     if (task >= tasks) break;
     const int64_t grp = task / bpg, lo = (task - grp * bpg) * chunk;
     const int64_t len = lo + chunk < M ? chunk : M - lo;
@@ -308,7 +315,8 @@ static int launch_group_norm_fused(const volua_group_norm_geom *g, const float *
   static int64_t resident = 0;
   if (coop < 0) {
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess)
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess)
       coop = 0;
     (void)cudaGetLastError();
     resident = volua_resident_blocks(gn_fused_kernel, GN_THREADS);
@@ -324,6 +332,12 @@ static int launch_group_norm_fused(const volua_group_norm_geom *g, const float *
   if (chunk > M) chunk = M;
   int64_t bpg = gn_cdiv(M, chunk);
   const int64_t tasks = count * bpg, grid = tasks < resident ? tasks : resident;
+  if (bpg == 1) { // every group one chunk: no block waits for another, so a plain launch, no scratch
+    gn_fused_kernel<<<(unsigned)grid, GN_THREADS, 0, s>>>(*g, M, bpg, chunk, x, w, b, y, NULL, NULL, NULL, NULL, NULL);
+    CUDA_CHECK_LAUNCH();
+    *ran = 1;
+    return 0;
+  }
   // scratch: stat[count], part[tasks] (several chunks a group only), then what the memset zeroes:
   // next, cnt[count], flag[count]
   const int64_t part_n = bpg > 1 ? tasks : 0;
@@ -336,7 +350,8 @@ static int launch_group_norm_fused(const volua_group_norm_geom *g, const float *
   unsigned long long *next = (unsigned long long *)(part + part_n);
   unsigned int *cnt = (unsigned int *)(next + 1), *flag = cnt + count;
   volua_group_norm_geom gg = *g;
-  void *args[] = {&gg, (void *)&M, &bpg, &chunk, (void *)&x, (void *)&w, (void *)&b, &y, &part, &stat, &next, &cnt, &flag};
+  void *args[] = {&gg, (void *)&M, &bpg, &chunk, (void *)&x, (void *)&w, (void *)&b,
+                  &y, &part, &stat, &next, &cnt, &flag};
   cudaError_t e = cudaMemsetAsync(next, 0, (size_t)sync_bytes, s);
   if (e == cudaSuccess) {
     e = cudaLaunchCooperativeKernel((const void *)gn_fused_kernel, dim3((unsigned)grid), dim3(GN_THREADS), args, 0, s);
