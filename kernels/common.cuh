@@ -208,8 +208,8 @@ template <class R> __device__ __forceinline__ R volua_reduce_f32_block_run(const
 
 // Chunks to cut each of `count` items of `len` values into, for a grid of `resident` blocks (as many
 // as fit at once) taking a chunk at a time: chunks of at least `least` values (one, if the item is
-// shorter), and whole waves of blocks where that allows (at most 4 waves; the last wave then lacks at
-// most `count` chunks of full). Fewer chunks than blocks run all at once.
+// shorter), and whole waves of blocks where that allows (at most 4 waves; the last one is then short
+// by fewer than `count` chunks). Fewer chunks than blocks run all at once.
 static inline int64_t volua_chunks_per_item(int64_t count, int64_t len, int64_t least, int64_t resident) {
   const int64_t cap = len / least > 1 ? len / least : 1;
   if (count >= 4 * resident) return 1;

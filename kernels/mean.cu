@@ -20,7 +20,6 @@
 // version took a block per output and a division and a modulo per dim per element: a mean of a whole
 // 537 MB volume ran on one block, 530 ms on the H200; bench/NOTES.md, ninth session.)
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
@@ -352,8 +351,7 @@ static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaS
     (void)cudaGetLastError();
     sms = 16;
   }
-  static const char *want_env = getenv("VOLUA_MEAN_BLOCKS"); // (for measuring: blocks to aim at)
-  const int64_t want = want_env && atoll(want_env) > 0 ? atoll(want_env) : (int64_t)sms * 8; // blocks to fill the GPU
+  const int64_t want = (int64_t)sms * 8; // blocks to fill the GPU
   dim3 grid;
   int cols4 = 0; // mean_cols_kernel<4>
   const bool rows = !last_kept && p.red_size[p.nred - 1] >= MEAN_MIN_RUN;
