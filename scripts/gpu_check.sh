@@ -3,9 +3,10 @@
 # device machine from the repository root with the carried build/bin/volua and .busted-bundle
 # (see ../shared/device/README.md):
 #   the GPU's line from nvidia-smi; every spec with VOLUA_TEST_DEVICE=cuda and every new GPU block
-#   (tensors and the kernels' scratch) poisoned with NaN (VOLUA_POISON=1); the golden cases again at math "tf32"; spec/fast_spec.lua
-#   again under the plan switches that force the variants the default rules rarely take, and the
-#   pooling specs under max_pool3d's kernel switches; then the specs under
+#   (tensors and the kernels' scratch) poisoned with NaN (VOLUA_POISON=1); the golden cases again
+#   at math "tf32"; spec/fast_spec.lua again under the plan switches that force the variants the
+#   default rules rarely take, and the pooling specs under max_pool3d's kernel switches; then the
+#   specs under
 #   compute-sanitizer memcheck, racecheck, initcheck (without poisoning: a memset would hide
 #   unwritten memory from initcheck) and synccheck (barrier use), each with its summary.
 # Prints "N passed, N failed, N skipped" per run and exits non-zero on any failure or sanitizer error.
