@@ -117,6 +117,13 @@ __device__ __forceinline__ double volua_block_sum(double v, double *scratch) {
   return r;
 }
 
+// Values of the float run p[0, len) before its first 16-byte boundary (0 to 3, at most len): the
+// scalar head of the walks that go on in float4s.
+__device__ __forceinline__ int64_t volua_head16(const float *p, int64_t len) {
+  const int64_t h = (int64_t)((16 - ((uintptr_t)p & 15)) & 15) / 4;
+  return h < len ? h : len;
+}
+
 // -- whole-run float32 reductions (elementwise.cu's sum, max and min; mean.cu's mean of everything) ----
 // A grid of as many blocks as fit at once (volua_resident_blocks) walks the run in tiles of
 // 4 x blockDim float4s, a tile a block at a time: each thread loads four float4s a block apart, all
@@ -152,7 +159,9 @@ __device__ __forceinline__ float volua_min_nan(float a, float b) {
 }
 template <bool MAX> struct volua_extreme_state {
   float v;
-  __device__ __forceinline__ static float pick(float a, float b) { return MAX ? volua_max_nan(a, b) : volua_min_nan(a, b); }
+  __device__ __forceinline__ static float pick(float a, float b) {
+    return MAX ? volua_max_nan(a, b) : volua_min_nan(a, b);
+  }
   __device__ __forceinline__ void init() { v = MAX ? -INFINITY : INFINITY; }
   __device__ __forceinline__ void add(float4 u) { v = pick(v, pick(pick(u.x, u.y), pick(u.z, u.w))); }
   __device__ __forceinline__ void add1(float x) { v = pick(v, x); }
@@ -164,8 +173,7 @@ template <class R> __device__ __forceinline__ R volua_reduce_f32_thread(int64_t 
   R r;
   r.init();
   const int64_t bd = blockDim.x, tid = (int64_t)blockIdx.x * bd + threadIdx.x;
-  int64_t head = (int64_t)((16 - ((uintptr_t)a & 15)) & 15) / 4;
-  if (head > n) head = n;
+  const int64_t head = volua_head16(a, n);
   if (tid < head) r.add1(a[tid]);
   const float4 *a4 = reinterpret_cast<const float4 *>(a + head);
   const int64_t n4 = (n - head) / 4, tile = 4 * bd, step = (int64_t)gridDim.x * tile;
@@ -188,8 +196,7 @@ template <class R> __device__ __forceinline__ R volua_reduce_f32_block_run(const
   R r;
   r.init();
   const int64_t bd = blockDim.x;
-  int64_t head = (int64_t)((16 - ((uintptr_t)p & 15)) & 15) / 4;
-  if (head > len) head = len;
+  const int64_t head = volua_head16(p, len);
   if (threadIdx.x < head) r.add1(p[threadIdx.x]);
   const float4 *p4 = reinterpret_cast<const float4 *>(p + head);
   const int64_t n4 = (len - head) / 4;

@@ -85,11 +85,8 @@ __device__ __forceinline__ gn_moments gn_block_fold(gn_moments a, gn_moments *sc
   return a;
 }
 
-// Values a thread folds one by one before the first 16-byte boundary of p (at most 3, at most len).
-__device__ __forceinline__ int64_t gn_head(const float *p, int64_t len) {
-  const int64_t h = (int64_t)((16 - ((uintptr_t)p & 15)) & 15) / 4;
-  return h < len ? h : len;
-}
+// 1 / sqrt(var + eps) of a group's folded moments, as the CPU computes it.
+__device__ __forceinline__ double gn_rstd(const gn_moments &a, double eps) { return 1.0 / sqrt(a.m2 / a.n + eps); }
 
 // -- kernels ----
 
@@ -97,7 +94,7 @@ __device__ __forceinline__ int64_t gn_head(const float *p, int64_t len) {
 __device__ __forceinline__ gn_moments gn_run_moments(const float *__restrict__ p, int64_t len) {
   const int64_t bd = blockDim.x;
   gn_moments a = {0.0, 0.0, 0.0};
-  const int64_t head = gn_head(p, len);
+  const int64_t head = volua_head16(p, len);
   if (threadIdx.x < head) gn_fold(a, 1.0, (double)p[threadIdx.x], 0.0);
   const float4 *p4 = reinterpret_cast<const float4 *>(p + head);
   const int64_t n4 = (len - head) / 4;
@@ -142,7 +139,7 @@ __device__ __forceinline__ void gn_apply_run(const float *__restrict__ xp, float
     for (int64_t e = threadIdx.x; e < len; e += bd) yp[e] = gn_apply(xp[e], m, r, sc, sh);
     return;
   }
-  const int64_t head = gn_head(xp, len);
+  const int64_t head = volua_head16(xp, len);
   if (threadIdx.x < head) yp[threadIdx.x] = gn_apply(xp[threadIdx.x], m, r, sc, sh);
   const float4 *x4 = reinterpret_cast<const float4 *>(xp + head);
   float4 *y4 = reinterpret_cast<float4 *>(yp + head);
@@ -196,7 +193,7 @@ static __global__ void gn_finish_kernel(int64_t count, int64_t bpg, double eps, 
     a = gn_block_fold(a, scratch);
     if (threadIdx.x == 0) {
       mean[grp] = a.mean;
-      rstd[grp] = 1.0 / sqrt(a.m2 / a.n + eps);
+      rstd[grp] = gn_rstd(a, eps);
     }
   }
 }
@@ -253,7 +250,7 @@ static __global__ void __launch_bounds__(GN_THREADS, 4)
     if (bpg == 1) {
       if (threadIdx.x == 0) {
         s_mean = a.mean;
-        s_rstd = 1.0 / sqrt(a.m2 / a.n + g.eps);
+        s_rstd = gn_rstd(a, g.eps);
       }
     } else {
       if (threadIdx.x == 0) {
@@ -273,7 +270,7 @@ static __global__ void __launch_bounds__(GN_THREADS, 4)
         a = gn_block_fold(a, scratch);
         if (threadIdx.x == 0) {
           s_mean = a.mean;
-          s_rstd = 1.0 / sqrt(a.m2 / a.n + g.eps);
+          s_rstd = gn_rstd(a, g.eps);
           stat[grp] = make_double2(s_mean, s_rstd);
           __threadfence();
           atomicExch(flag + grp, 1u);

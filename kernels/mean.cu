@@ -90,8 +90,7 @@ static __global__ void mean_rows_kernel(mean_plan p, const float *__restrict__ x
       const int64_t q = r / L, j = r - q * L, len = L - j < r1 - r ? L - j : r1 - r;
       const float *xr = x + base + reduced_offset(p, q, p.nred - 1) + j;
       // up to 3 elements to a 16-byte boundary, then float4s four at a time, then the tail
-      int64_t head = (int64_t)((16 - ((uintptr_t)xr & 15)) & 15) / 4;
-      if (head > len) head = len;
+      const int64_t head = volua_head16(xr, len);
       if (threadIdx.x < head) a0 += xr[threadIdx.x];
       const float4 *x4 = reinterpret_cast<const float4 *>(xr + head);
       const int64_t n4 = (len - head) / 4;
