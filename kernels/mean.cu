@@ -1,5 +1,5 @@
-// mean.cu: mean over any set of dims (keepdim only changes the output's shape, not its order),
-// accumulated in double, as src/cpu/mean.c.
+// mean.cu: mean and sum over any set of dims (keepdim only changes the output's shape, not its
+// order), accumulated in double, as src/cpu/mean.c; a sum is a mean whose divisor is 1.
 //
 // The input's dims are coalesced first: size-1 dims dropped, neighbours of the same kind (kept or
 // reduced) merged, so that a mean over (D, H, W) of (N, C, D, H, W) is a mean over the last dim of
@@ -31,6 +31,7 @@ typedef struct mean_plan {
   int64_t red_size[VOLUA_MEAN_MAX_DIMS], red_stride[VOLUA_MEAN_MAX_DIMS];
   int64_t out_numel, reduce_numel;
   int64_t slices, per_slice; // each output's reduced elements in `slices` slices of per_slice (the last shorter)
+  double divisor;             // reduce_numel for a mean (0: 0 / 0 = NaN, as torch.mean), 1 for a sum
 } mean_plan;
 
 // Input offset of the first element of output o, over kept dims [0, nk).
@@ -69,7 +70,7 @@ __device__ __forceinline__ void reduced_next(const mean_plan &p, int64_t (&coord
 
 // Where slice s of output o goes: the output itself (one slice), or its place among the partials.
 __device__ __forceinline__ void mean_put(const mean_plan &p, int64_t o, int64_t s, double sum, float *y, double *part) {
-  if (p.slices == 1) y[o] = (float)(sum / (double)p.reduce_numel);
+  if (p.slices == 1) y[o] = (float)(sum / p.divisor);
   else part[o * p.slices + s] = sum;
 }
 
@@ -201,7 +202,7 @@ static __global__ void mean_thread_kernel(mean_plan p, const float *__restrict__
       s += (double)x[off];
       reduced_next(p, coord, off, p.nred);
     }
-    y[o] = (float)(s / (double)p.reduce_numel); // reduce_numel 0: 0 / 0 = NaN, as torch.mean
+    y[o] = (float)(s / p.divisor);
   }
 }
 
@@ -241,7 +242,7 @@ static __global__ void mean_finish_kernel(mean_plan p, const double *__restrict_
     double s = 0.0;
     for (int64_t k = threadIdx.x; k < p.slices; k += blockDim.x) s += part[o * p.slices + k];
     s = volua_block_sum(s, scratch);
-    if (threadIdx.x == 0) y[o] = (float)(s / (double)p.reduce_numel);
+    if (threadIdx.x == 0) y[o] = (float)(s / p.divisor);
   }
 }
 
@@ -263,12 +264,13 @@ static void mean_slices(mean_plan &p, int64_t want, int64_t units, int64_t least
 }
 
 static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaStream_t s, char *err) {
-  const char *op = "mean";
+  const char *op = g->sum ? "sum" : "mean";
   if (g->out_numel <= 0) return 0;
   mean_plan p;
   memset(&p, 0, sizeof p);
   p.out_numel = g->out_numel;
   p.reduce_numel = g->reduce_numel;
+  p.divisor = g->sum ? 1.0 : (double)g->reduce_numel;
   // coalesced dims, outermost first: size-1 dims dropped, a dim merged into the previous one of the
   // same kind (the input is contiguous: the previous one's stride is this one's times its size)
   int kinds[VOLUA_MEAN_MAX_DIMS], n = 0;
@@ -364,7 +366,7 @@ static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaS
     mean_slices(p, want, bx * outer, 64);
     const int64_t gy = outer * p.slices;
     if (bx > 0x7fffffff) {
-      snprintf(err, VOLUA_ERR_MAX, "mean: %lld outputs along the last dim are too many", (long long)I);
+      snprintf(err, VOLUA_ERR_MAX, "%s: %lld outputs along the last dim are too many", op, (long long)I);
       return 1;
     }
     grid = dim3((unsigned)bx, (unsigned)(gy < 65535 ? gy : 65535));
@@ -392,7 +394,7 @@ static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaS
 
 extern "C" int volua_cuda_mean(const volua_mean_geom *g, const float *x, float *y, cudaStream_t s, char *err) {
   if (g->ndim < 0 || g->ndim > VOLUA_MEAN_MAX_DIMS) {
-    snprintf(err, VOLUA_ERR_MAX, "mean: rank %d is outside 0..%d", g->ndim, VOLUA_MEAN_MAX_DIMS);
+    snprintf(err, VOLUA_ERR_MAX, "%s: rank %d is outside 0..%d", g->sum ? "sum" : "mean", g->ndim, VOLUA_MEAN_MAX_DIMS);
     return 1;
   }
   return launch_mean(g, x, y, s, err);

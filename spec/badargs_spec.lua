@@ -396,6 +396,15 @@ local rows = {
   {"mean: dims a string", function() return vol.mean(x5(), "all") end, "^mean: dims must be a number, a list"},
   {"mean: keepdim a number", function() return vol.mean(x5(), 1, 1) end, "^mean: keepdim must be a boolean"},
 
+  -- vol.sum(x [, dims [, keepdim]]): the mean's rules
+  {"sum: no input", function() return vol.sum() end, "^sum: input must be a tensor"},
+  {"sum: freed input", function() return vol.sum(freed()) end, "^sum: input is a freed tensor"},
+  {"sum: int64 input", function() return vol.sum(i64(), 1) end, "^sum: input dtype int64 is not supported over dims"},
+  {"sum: dims 6 of 5", function() return vol.sum(x5(), 6) end, "^sum: dims %(6%) is out of range"},
+  {"sum: dims[2] a string", function() return vol.sum(x5(), {1, "2"}) end, "^sum: dims%[2%] must be an integer"},
+  {"sum: dims repeated", function() return vol.sum(x5(), {2, -4}) end, "^sum: dim 2 appears more than once"},
+  {"sum: keepdim a number", function() return vol.sum(x5(), 1, 1) end, "^sum: keepdim must be a boolean"},
+
   -- vol.conv3d_group_norm_mean(x, conv_w, conv_b, num_groups, gn_w, gn_b [, opts])
   {"conv3d_group_norm_mean: no input", function() return vol.conv3d_group_norm_mean(nil, w5(), nil, 1) end, "^conv3d_group_norm_mean: input must be a tensor"},
   {"conv3d_group_norm_mean: number conv_w", function() return vol.conv3d_group_norm_mean(x5(), 1, nil, 1) end, "^conv3d_group_norm_mean: conv_w must be a tensor"},
@@ -616,7 +625,7 @@ describe("bad arguments raise a Lua error naming the function and the parameter"
     -- (functions added later are still swept by the section below)
     local api = {"tensor", "empty", "zeros", "ones", "full", "rand", "randn", "arange", "manual_seed",
                  "max_abs_diff", "allclose", "load", "save", "load_safetensors", "save_safetensors",
-                 "max_pool3d", "conv3d", "conv_transpose3d", "group_norm", "mean",
+                 "max_pool3d", "conv3d", "conv_transpose3d", "group_norm", "mean", "sum",
                  "conv3d_group_norm_mean", "set_default_device", "set_math", "save_png", "load_png"}
     for _, name in ipairs(api) do
       assert.equal("function", type(vol[name]), "vol." .. name .. " is missing")

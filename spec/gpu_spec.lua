@@ -240,6 +240,19 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     end, assert_close)
   end)
 
+  it("sum over random sets of dims, keepdim", function()
+    random_trials("sum", 5, function(r)
+      local shape = {}
+      for i = 1, r.int(1, 5) do shape[i] = r.int(1, 6) end
+      local dims = {}
+      for i = 1, #shape do if r.chance(0.5) then dims[#dims + 1] = i end end
+      local args = {shape = shape, keepdim = r.chance(0.5), dims = #dims > 0 and dims or nil}
+      return {args = args, x = data(shape, r.seed(), r.chance(0.2) and 100 or 0)}
+    end, function(c, device)
+      return vol.sum(c.x:to(device), c.args.dims, c.args.keepdim)
+    end, assert_close)
+  end)
+
   it("conv3d_group_norm_mean on random shapes, conv groups, padding modes", function()
     random_trials("conv3d_group_norm_mean", 6, function(r)
       local cg, gn = r.pick({1, 1, 2}), r.int(1, 3)
@@ -310,17 +323,17 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     assert_close(vol.mean(x:to(target)), vol.mean(x), "mean of all")
   end)
 
-  it("mean: rows, columns and threads, reductions in slices, NaN, an empty reduction", function()
-    -- (mean.cu after coalescing: only trailing dims reduced: a block per (output, slice) of each
-    -- output's contiguous run; else the last dim reduced in runs of 64 or more: a block per
-    -- (output, slice) walking the runs; last dim kept: a thread per output, slices of the reduced
-    -- dims, one or several of them)
+  -- (mean.cu after coalescing: only trailing dims reduced: a block per (output, slice) of each
+  -- output's contiguous run; else the last dim reduced in runs of 64 or more: a block per
+  -- (output, slice) walking the runs; last dim kept: a thread per output, slices of the reduced
+  -- dims, one or several of them)
+  local function reduction_cases()
     local x = data({2, 3, 29, 41, 51}, SEED + 41, 5)
     sprinkle(x, generator(SEED + 44), 1)
     local y = data({2, 300, 8, 40}, SEED + 42)
     local y2 = data({2, 300, 7, 9}, SEED + 45)
     local z = data({20, 6, 30, 40}, SEED + 43, -3)
-    local cases = {
+    return {
       {x, {3, 4, 5}}, -- contiguous runs of 60 639 in 7 slices (runs off 16-byte boundaries), 6 outputs, one NaN
       {x, {2, 3, 4, 5}}, -- contiguous runs of 181 917
       {x, {2, 4, 5}}, -- (C, H, W) reduced, (N, D) kept: 58 outputs, each 3 runs of 2091
@@ -330,8 +343,12 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
       {z, 2},         -- columns with a short reduction (6): still a thread per 4 outputs
       {z, {1, 3}},    -- columns: two reduced dims (20 and 30)
       {z, {1, 4}},    -- runs of 40: a thread per output
+      {z, nil},       -- everything: the whole-run walk
     }
-    for _, c in ipairs(cases) do
+  end
+
+  it("mean: rows, columns and threads, reductions in slices, NaN, an empty reduction", function()
+    for _, c in ipairs(reduction_cases()) do
       for _, keep in ipairs({false, true}) do
         assert_close(vol.mean(c[1]:to(target), c[2], keep), vol.mean(c[1], c[2], keep),
                      "mean of " .. show(c[1].shape) .. " dims " .. show(c[2]) .. " keepdim " .. tostring(keep))
@@ -339,6 +356,21 @@ describe("GPU against CPU: ops (seed " .. SEED .. ")", function()
     end
     local e = vol.zeros({2, 0, 3})
     assert_close(vol.mean(e:to(target), 2), vol.mean(e, 2), "mean over an empty dim (NaN)")
+  end)
+
+  it("sum over dims: the mean's kernels without the division, an empty reduction (0)", function()
+    for _, c in ipairs(reduction_cases()) do
+      for _, keep in ipairs({false, true}) do
+        assert_close(vol.sum(c[1]:to(target), c[2], keep), vol.sum(c[1], c[2], keep),
+                     "sum of " .. show(c[1].shape) .. " dims " .. show(c[2]) .. " keepdim " .. tostring(keep))
+      end
+    end
+    local x = data({3, 40, 50, 7}, SEED + 31, 10)
+    for _, dims in ipairs({{2, 3}, {1}, {4}, {1, 3}}) do
+      assert_close(vol.sum(x:to(target), dims), vol.sum(x, dims), "sum dims " .. show(dims))
+    end
+    local e = vol.zeros({2, 0, 3})
+    assert_close(vol.sum(e:to(target), 2), vol.sum(e, 2), "sum over an empty dim (0)")
   end)
 
   it("conv3d_group_norm_mean: many spatial chunks per channel, a large mean", function()

@@ -1,4 +1,4 @@
--- norm_spec.lua: vol.group_norm and vol.mean against naive Lua computations in double, on
+-- norm_spec.lua: vol.group_norm, vol.mean and vol.sum against naive Lua computations in double, on
 -- several ranks and dim sets, and every family of argument error.
 local vol = require "volua"
 
@@ -168,8 +168,9 @@ end)
 
 -- -- mean ----
 
--- Naive mean of flat xs of `shape` over the 1-based dims listed in `reduce` (a set).
-local function naive_mean(xs, shape, reduce, keepdim)
+-- Naive mean (or sum, when `sum`) of flat xs of `shape` over the 1-based dims listed in `reduce`
+-- (a set).
+local function naive_mean(xs, shape, reduce, keepdim, sum)
   local out_shape = {}
   for d = 1, #shape do
     if not reduce[d] then out_shape[#out_shape + 1] = shape[d]
@@ -192,7 +193,8 @@ local function naive_mean(xs, shape, reduce, keepdim)
   end
   local out = {}
   for key = 0, prod(out_shape) - 1 do
-    out[key + 1] = counts[key] and sums[key] / counts[key] or nan
+    if sum then out[key + 1] = sums[key] or 0
+    else out[key + 1] = counts[key] and sums[key] / counts[key] or nan end
   end
   return out, out_shape
 end
@@ -286,5 +288,90 @@ describe("mean errors", function()
     fails(function() vol.mean(x, {1, "2"}) end, "mean", "dims[2]", "integer")
     fails(function() vol.mean(x, "1") end, "mean: dims must be a number, a list of numbers or nil")
     fails(function() vol.mean(x, 1, 1) end, "mean: keepdim must be a boolean")
+  end)
+end)
+
+-- -- sum over dims (the mean's machinery without the division) ----
+
+local function check_sum(shape, dims, keepdim, reduce_set, xs)
+  local x = xs and tensor_of(xs, shape) or tensor_of(random_list(prod(shape), #shape * 5 + 3), shape)
+  local got = vol.sum(x, dims, keepdim)
+  local want, want_shape = naive_mean(values(x), shape, reduce_set, keepdim, true)
+  assert.are.same(want_shape, got.shape)
+  assert_close(got, want)
+end
+
+describe("sum", function()
+  local shape = {2, 3, 4, 5}
+
+  it("sums everything when dims is nil or empty, into a 0-D tensor (t:sum() gives a number)", function()
+    local all = {true, true, true, true}
+    check_sum(shape, nil, false, all)
+    check_sum(shape, {}, false, all)
+    check_sum(shape, nil, true, all)
+    assert.are.same({}, vol.sum(vol.ones(shape)).shape)
+    assert.are.same({1, 1, 1, 1}, vol.sum(vol.ones(shape), nil, true).shape)
+    assert.are.equal(120, vol.sum(vol.ones(shape)):item())
+  end)
+
+  it("sums over one dim, any set of dims, negative dims", function()
+    for d = 1, 4 do
+      check_sum(shape, d, false, {[d] = true})
+      check_sum(shape, {d}, true, {[d] = true})
+    end
+    check_sum(shape, {2, 4}, false, {[2] = true, [4] = true})
+    check_sum(shape, {3, 1, 4}, true, {[1] = true, [3] = true, [4] = true})
+    check_sum({2, 3, 2, 3, 2}, {2, 3, 4, 5}, false, {[2] = true, [3] = true, [4] = true, [5] = true})
+    check_sum({3, 2, 2, 3, 2}, {1, 3, 5}, true, {[1] = true, [3] = true, [5] = true})
+    check_sum(shape, {-1, 1}, true, {[1] = true, [4] = true})
+    check_sum({7}, 1, false, {true})
+  end)
+
+  it("adds in double: values that cancel in float32 keep their small parts", function()
+    -- 1e8 + 1 - 1e8 is 0 in float32 arithmetic and 1 in double; the naive sum is in double too
+    local xs = {}
+    for i = 1, 24 do xs[i] = ({1e8, 1, -1e8})[(i - 1) % 3 + 1] end
+    check_sum({2, 4, 3}, 3, false, {[3] = true}, xs)
+    assert.are.equal(8, vol.sum(vol.tensor(xs)):item())
+  end)
+
+  it("keeps NaN and infinities, and is 0 over no elements (a mean there is NaN)", function()
+    local x = vol.tensor({{1, 0 / 0, 2}, {1, math.huge, 2}, {-math.huge, math.huge, 0}})
+    local s = values(vol.sum(x, 2))
+    assert.is_true(s[1] ~= s[1])
+    assert.are.equal(math.huge, s[2])
+    assert.is_true(s[3] ~= s[3]) -- inf - inf
+    local e = vol.sum(vol.zeros({2, 0, 3}), 2)
+    assert.are.same({2, 3}, e.shape)
+    for _, v in ipairs(values(e)) do assert.are.equal(0, v) end
+    assert.are.equal(0, vol.sum(vol.zeros({0, 3})):item())
+    assert.are.same({0, 1}, vol.sum(vol.zeros({0, 3}), 2, true).shape)
+  end)
+
+  it("equals the mean times the count", function()
+    local x = vol.rand({3, 4, 5, 6}, {seed = 11})
+    assert_close(vol.sum(x, {2, 4}), values(vol.mean(x, {2, 4}) * 24))
+  end)
+end)
+
+describe("sum errors", function()
+  local x = vol.zeros({2, 3, 4, 5})
+  local function fails(f, ...)
+    for _, text in ipairs({...}) do assert.error_matches(f, text, nil, true) end
+  end
+
+  it("needs a float32 tensor (an int64 sum over dims is not built)", function()
+    fails(function() vol.sum(vol.zeros({2, 3}, {dtype = "int64"}), 1) end,
+      "sum: input dtype int64 is not supported over dims (float32 only")
+    fails(function() vol.sum(5) end, "sum: input must be a tensor")
+  end)
+
+  it("needs dims in range, without repeats, integers, and a boolean keepdim", function()
+    fails(function() vol.sum(x, 0) end, "sum: dims (0) is out of range for a 4-D input")
+    fails(function() vol.sum(x, {1, -5}) end, "sum: dims[2] (-5) is out of range")
+    fails(function() vol.sum(x, {2, -3}) end, "sum: dim 2 appears more than once in dims")
+    fails(function() vol.sum(x, 1.5) end, "sum", "dims", "integer")
+    fails(function() vol.sum(x, "1") end, "sum: dims must be a number, a list of numbers or nil")
+    fails(function() vol.sum(x, 1, 1) end, "sum: keepdim must be a boolean")
   end)
 end)

@@ -505,7 +505,8 @@ static int m_relu(lua_State *L) { return unary(L, VOLUA_UN_RELU, "relu"); }
 static int reduce(lua_State *L, volua_reduce_op op, const char *fname) {
   volua_tensor *t = volua_lua_check_tensor(L, 1, fname, "self");
   if (!lua_isnoneornil(L, 2))
-    luaL_error(L, "%s: reduces the whole tensor and takes no dim (use vol.mean(x, dims) for per-dim means)", fname);
+    luaL_error(L, "%s: reduces the whole tensor and takes no dim (use vol.sum(x, dims) or vol.mean(x, dims) "
+               "for per-dim sums and means)", fname);
   double r;
   char err[VOLUA_ERR_MAX];
   check(L, volua_reduce_all(t, op, &r, err), err);

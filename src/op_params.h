@@ -45,14 +45,15 @@ typedef struct volua_group_norm_geom {
   double eps;
 } volua_group_norm_geom;
 
-/* mean: x viewed as (outer, reduced, inner) is not general enough for any set of dims,
+/* mean and sum over dims: x viewed as (outer, reduced, inner) is not general enough for any set of dims,
  * so the geometry keeps the full shape and a mask of reduced dims. */
 #define VOLUA_MEAN_MAX_DIMS 8
 typedef struct volua_mean_geom {
   int ndim;
   int64_t shape[VOLUA_MEAN_MAX_DIMS];
-  int reduce[VOLUA_MEAN_MAX_DIMS]; /* 1 where the dim is averaged over */
+  int reduce[VOLUA_MEAN_MAX_DIMS]; /* 1 where the dim is averaged (or summed) over */
   int64_t out_numel, reduce_numel;
+  int sum; /* 1: torch.sum, the sums themselves; 0: torch.mean, each sum over reduce_numel */
 } volua_mean_geom;
 
 /* conv3d -> group_norm -> mean over (C, D, H, W): y (N). */

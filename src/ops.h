@@ -57,6 +57,9 @@ int volua_group_norm(volua_tensor *out, const volua_tensor *x, int64_t num_group
 /* dims: 0-based, already normalised (no negatives), ndims == 0 means all. */
 int volua_mean(volua_tensor *out, const volua_tensor *x, int ndims, const int *dims, int keepdim,
                char *err);
+/* torch.sum over dims: float32 sums (accumulated in double), the same dims rules as volua_mean. */
+int volua_sum(volua_tensor *out, const volua_tensor *x, int ndims, const int *dims, int keepdim,
+              char *err);
 int volua_conv3d_group_norm_mean(volua_tensor *out, const volua_tensor *x, const volua_tensor *conv_w,
                                  const volua_tensor *conv_b, int64_t num_groups,
                                  const volua_tensor *gn_w, const volua_tensor *gn_b, double eps,

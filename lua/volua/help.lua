@@ -233,6 +233,11 @@ doc("vol.mean", [==[
 vol.mean(x [, dims [, keepdim=false]]) -> tensor
   As torch.mean; dims is a 1-based number or list, nil means all dimensions.
   Example: vol.mean(x, {2, 3, 4, 5})   -- one value per batch element]==])
+doc("vol.sum", [==[
+vol.sum(x [, dims [, keepdim=false]]) -> tensor
+  As torch.sum over dims (float32, added in double); dims as vol.mean's, nil means all.
+  t:sum() gives the whole tensor's sum as a number instead.
+  Example: vol.sum(x, 2, true)   -- over the channels, as x.sum(dim=1, keepdim=True)]==])
 doc("vol.conv3d_group_norm_mean", [==[
 vol.conv3d_group_norm_mean(x, conv_w, conv_b, num_groups, gn_w, gn_b
                            [, {eps=1e-5, stride=, padding=, dilation=, groups=}]) -> tensor (N)

@@ -1,5 +1,6 @@
-/* mean.c: the CPU reference of mean over any set of dims: each output element sums its
- * reduced elements in double, walking the reduced dims like an odometer. */
+/* mean.c: the CPU reference of mean and sum over any set of dims: each output element sums its
+ * reduced elements in double, walking the reduced dims like an odometer, and a mean divides the
+ * sum by their count. */
 #include <stdint.h>
 
 #include "cpu.h"
@@ -19,7 +20,8 @@ int volua_cpu_mean(const volua_mean_geom *g, const float *x, float *y, char *err
     if (g->reduce[i]) reduced[nreduced++] = i;
     else kept[nkept++] = i;
   }
-  const double count = (double)g->reduce_numel; /* 0 gives 0 / 0 = NaN, as torch.mean */
+  /* a mean of nothing is 0 / 0 = NaN, as torch.mean; a sum of nothing 0, as torch.sum */
+  const double count = g->sum ? 1.0 : (double)g->reduce_numel;
 
   if (g->out_numel == 1) {
     /* every dim reduced (or only size-1 dims kept): one sum over the contiguous input,
