@@ -40,6 +40,10 @@ EXTRA = ["X-pool-k3s1", "X-pool-k2s2", "X-conv-c32", "X-conv-s2", "X-convT-k2s2"
 KB_EXTRA = ["L1-54", "L1-59", "L1-58", "L1-61", "L1-68", "L1-70", "L1-72", "L1-73", "X-convT-g4", "X-conv-g4",
             "X-conv-dw"]
 EXTRA += KB_EXTRA
+# KernelBench level 2 3D problems made of volua's ops (their files' shapes and modules, run as a
+# volua script would write them: one op after the other; scripts/bench.lua's make_call)
+KB2_EXTRA = ["L2-61", "L2-20", "L2-78", "L2-8"]
+EXTRA += KB2_EXTRA
 # volua's tolerances per math mode (../shared/golden/README.md)
 TOL = {"fp32": (1e-4, 1e-5), "tf32": (1e-2, 1e-2)}
 
@@ -60,6 +64,54 @@ def problems():
 
         def forward(self, x):
             return self.group_norm(self.conv(x)).mean(dim=[1, 2, 3, 4])
+
+    class ConvTReluGn(nn.Module):  # level 2, problem 61
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(64, 128, 3, bias=False)
+            self.relu = nn.ReLU()
+            self.group_norm = nn.GroupNorm(num_groups=8, num_channels=128)
+
+        def forward(self, x):
+            return self.group_norm(self.relu(self.conv_transpose(x)))
+
+    class ConvTResidual(nn.Module):  # level 2, problem 20
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, output_padding=1)
+            self.bias = nn.Parameter(torch.randn(64, 1, 1, 1))
+
+        def forward(self, x):
+            x = self.conv_transpose(x)
+            original_x = x.clone().detach()
+            x = x + self.bias
+            x = x + original_x
+            x = x * original_x
+            x = x + original_x
+            return x
+
+    class ConvTPoolPoolSum(nn.Module):  # level 2, problem 78
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(32, 64, 5, stride=2, padding=2)
+            self.max_pool1 = nn.MaxPool3d(kernel_size=2)
+            self.max_pool2 = nn.MaxPool3d(kernel_size=3)
+
+        def forward(self, x):
+            x = self.max_pool2(self.max_pool1(self.conv_transpose(x)))
+            return torch.sum(x, dim=1, keepdim=True)
+
+    class ConvDivPoolMeanSum(nn.Module):  # level 2, problem 8
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(8, 16, (3, 3, 3))
+            self.max_pool = nn.MaxPool3d((2, 2, 2))
+            self.global_avg_pool = nn.AdaptiveAvgPool3d((1, 1, 1))
+            self.bias = nn.Parameter(torch.randn(16, 1, 1, 1))
+
+        def forward(self, x):
+            x = self.global_avg_pool(self.max_pool(self.conv(x) / 2.0)) + self.bias
+            return torch.sum(x, dim=1)
 
     return {
         "L1-43": dict(op="max_pool3d", shape=(16, 32, 128, 128, 128), seed=43,
@@ -133,6 +185,15 @@ def problems():
         "X-conv-dw": dict(op="conv3d", shape=(8, 64, 32, 64, 64), seed=176,
                           make=lambda: nn.Conv3d(64, 64, 3, padding=1, groups=64),
                           args={"padding": 1, "groups": 64}, desc="conv3d (8,64,32,64,64) depthwise k3 p1, bias"),
+        "L2-61": dict(op="convT_relu_gn", shape=(16, 64, 32, 32, 32), seed=261, make=ConvTReluGn, args={},
+                      desc="conv_transpose3d 64->128 k3, relu, GroupNorm(8, 128) (16,64,32,32,32)"),
+        "L2-20": dict(op="convT_residual", shape=(16, 32, 16, 32, 32), seed=220, make=ConvTResidual, args={},
+                      desc="conv_transpose3d 32->64 k3 s2 p1 op1, + bias[c], + y, * y, + y (16,32,16,32,32)"),
+        "L2-78": dict(op="convT_pool_pool_sum", shape=(16, 32, 32, 32, 32), seed=278, make=ConvTPoolPoolSum,
+                      args={}, desc="conv_transpose3d 32->64 k5 s2 p2, max_pool3d 2, 3, sum over C (16,32,32,32,32)"),
+        "L2-8": dict(op="conv_div_pool_mean_sum", shape=(128, 8, 16, 64, 64), seed=208, make=ConvDivPoolMeanSum,
+                     args={}, desc="conv3d 8->16 k3, / 2, max_pool3d 2, mean over DHW, + bias[c], sum over C "
+                                   "(128,8,16,64,64)"),
         "X-convT-g4": dict(op="conv_transpose3d", shape=(4, 32, 32, 64, 128), seed=174,
                            make=lambda: nn.ConvTranspose3d(32, 32, 3, stride=2, padding=1, groups=4, bias=False),
                            args={"stride": 2, "padding": 1, "groups": 4},
@@ -217,6 +278,7 @@ def torch_problem(a, name, p, dev, flush, results):
     """Inputs, reference and PyTorch timings of one problem; returns its problems.lua entry."""
     import numpy as np
     import torch
+    import torch.nn as nn
     t0 = time.time()
     torch.manual_seed(p["seed"])
     model = p["make"]().eval()
@@ -238,6 +300,8 @@ def torch_problem(a, name, p, dev, flush, results):
         model = model.float()
         if p["op"] == "max_pool3d":  # exact in float32: keep the file small
             np.save(os.path.join(pdir, "ref.npy"), ref.float().cpu().numpy())
+        elif ref.numel() > 64 * 2 ** 20:  # (L2-20's 268 M values: rounding to float32 moves them by 6e-8 at most)
+            np.save(os.path.join(pdir, "ref.npy"), ref.float().cpu().numpy())
         else:
             np.save(os.path.join(pdir, "ref.npy"), ref.cpu().numpy())
         files["ref"] = "ref.npy"
@@ -247,8 +311,10 @@ def torch_problem(a, name, p, dev, flush, results):
             torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default
             torch.backends.cudnn.benchmark = bench
             m, xi = model, x
-            if cl:
-                m = model.to(memory_format=torch.channels_last_3d)
+            if cl:  # (the convolutions' weights only: level 2's (C, 1, 1, 1) biases have no such format)
+                for mod in model.modules():
+                    if isinstance(mod, (nn.Conv3d, nn.ConvTranspose3d)):
+                        mod.to(memory_format=torch.channels_last_3d)
                 xi = x.contiguous(memory_format=torch.channels_last_3d)
             if compiled:
                 m = torch.compile(m)
@@ -264,7 +330,9 @@ def torch_problem(a, name, p, dev, flush, results):
                 r[label] = {"error": repr(ex)[:300]}
                 print(f"{name:6s} {label:22s} failed: {ex!r}"[:300], flush=True)
             finally:
-                model.to(memory_format=torch.contiguous_format)
+                for mod in model.modules():
+                    if isinstance(mod, (nn.Conv3d, nn.ConvTranspose3d)):
+                        mod.to(memory_format=torch.contiguous_format)
 
         run_cfg("eager", True, False, False)
         run_cfg("eager_tf32_off", False, False, False)

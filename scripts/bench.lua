@@ -83,6 +83,31 @@ local function make_call(p, t)
       return vol.conv3d_group_norm_mean(t.x, t["conv.weight"], t["conv.bias"], a.num_groups,
                                         t["group_norm.weight"], t["group_norm.bias"], {eps = a.eps})
     end
+  -- KernelBench level 2 problems, written as a volua script would write their modules' forward
+  -- (one op after the other; no clone where PyTorch's in-place rules need one)
+  elseif p.op == "convT_relu_gn" then -- L2-61
+    return function()
+      local y = vol.conv_transpose3d(t.x, t["conv_transpose.weight"]):relu()
+      return vol.group_norm(y, 8, t["group_norm.weight"], t["group_norm.bias"])
+    end
+  elseif p.op == "convT_residual" then -- L2-20
+    return function()
+      local y = vol.conv_transpose3d(t.x, t["conv_transpose.weight"], t["conv_transpose.bias"],
+                                     {stride = 2, padding = 1, output_padding = 1})
+      return (y + t.bias + y) * y + y
+    end
+  elseif p.op == "convT_pool_pool_sum" then -- L2-78
+    return function()
+      local y = vol.conv_transpose3d(t.x, t["conv_transpose.weight"], t["conv_transpose.bias"],
+                                     {stride = 2, padding = 2})
+      y = vol.max_pool3d(vol.max_pool3d(y, {kernel_size = 2}), {kernel_size = 3})
+      return vol.sum(y, 2, true)
+    end
+  elseif p.op == "conv_div_pool_mean_sum" then -- L2-8
+    return function()
+      local y = vol.max_pool3d(vol.conv3d(t.x, t["conv.weight"], t["conv.bias"]) / 2, {kernel_size = 2})
+      return vol.sum(vol.mean(y, {3, 4, 5}, true) + t.bias, 2)
+    end
   end
   error("bench.lua: unknown op " .. tostring(p.op))
 end
