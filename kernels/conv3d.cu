@@ -6,6 +6,7 @@
 
 #include "common.cuh"
 #include "fast.h"
+#include "tc_prims.cuh" // tc_pdl, tc_launch_pdl, tc_grid_wait: the gated launch
 
 // -- kernel ----
 
@@ -16,7 +17,10 @@ template <bool TF32>
 static __global__ void conv3d_direct_kernel(volua_conv3d_geom g, const float *__restrict__ x,
                                             const float *__restrict__ w, const float *__restrict__ b,
                                             float *__restrict__ y, const int *gate, int stamp) {
-  if (gate && *gate != stamp) return;
+  if (gate) { // launched right after the GEMM it may redo, as a programmatic dependent launch:
+    tc_grid_wait(); // the GEMM (and whatever set the gate) is done
+    if (*gate != stamp) return;
+  }
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t total = g.N * g.C_out * OD * OH * OW;
   VOLUA_GRID_LOOP(i, total) {
@@ -95,10 +99,12 @@ static int launch_conv3d(const volua_conv3d_geom *g, const float *x, const float
     CUDA_CHECK(volua_sm_count(&sms));
     if ((int64_t)grid > 2 * (int64_t)sms) grid = (unsigned)(2 * sms);
   }
-  if (math == VOLUA_MATH_TF32)
-    conv3d_direct_kernel<true><<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
+  void (*kernel)(volua_conv3d_geom, const float *, const float *, const float *, float *, const int *, int) =
+      math == VOLUA_MATH_TF32 ? conv3d_direct_kernel<true> : conv3d_direct_kernel<false>;
+  if (gate && tc_pdl()) // its launch overlaps the GEMM's end (the kernel waits before reading)
+    CUDA_CHECK(tc_launch_pdl(kernel, dim3(grid), dim3(VOLUA_THREADS), 0, s, *g, x, w, b, y, gate, stamp));
   else
-    conv3d_direct_kernel<false><<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
+    kernel<<<grid, VOLUA_THREADS, 0, s>>>(*g, x, w, b, y, gate, stamp);
   CUDA_CHECK_LAUNCH();
   return 0;
 }
@@ -124,8 +130,28 @@ static int conv3d_tc_or_s2d(const volua_conv3d_geom *g, const float *x, const fl
   return fast;
 }
 
+static int conv3d_fast(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
+                       volua_math_mode math, cudaStream_t s, char *err);
+
 extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                                  float *y, volua_math_mode math, cudaStream_t s, char *err) {
+  // math "fp32": a split-TF32 GEMM that meets an infinity stamps the flag, and the direct kernel
+  // then redoes the output, gated on the device (fast.h, volua_cuda_nf_begin)
+  const bool nf = math == VOLUA_MATH_FP32 && !volua_cuda_fast_disabled() && g->N * g->C_out > 0;
+  if (nf && volua_cuda_nf_begin(s, err)) return 1;
+  const int fast = conv3d_fast(g, x, w, b, y, math, s, err);
+  int *flag = NULL, stamp = 0;
+  volua_cuda_nf_get(&flag, &stamp);
+  const int used = volua_cuda_nf_end();
+  if (fast == VOLUA_FAST_NOT_APPLICABLE) return launch_conv3d(g, x, w, b, y, math, NULL, 0, s, err);
+  if (fast != 0 || !nf || !used) return fast;
+  return launch_conv3d(g, x, w, b, y, math, flag, stamp, s, err);
+}
+
+// The fast paths in turn (kernels/fast.h): 0, an error, or VOLUA_FAST_NOT_APPLICABLE where none
+// covers the shape.
+static int conv3d_fast(const volua_conv3d_geom *g, const float *x, const float *w, const float *b, float *y,
+                       volua_math_mode math, cudaStream_t s, char *err) {
   // the fast paths first (kernels/fast.h); they decline shapes they do not cover. They read zero
   // padding only: with another padding mode they get a padded copy of the input (F.pad, as PyTorch).
   // 1x1x1 without padding first (conv3d_pointwise.cu; no padding: any padding_mode)
@@ -144,6 +170,5 @@ extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, con
     }
     volua_cuda_free(xp); // (stream-ordered: reused only by work queued after this call's)
   }
-  if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
-  return launch_conv3d(g, x, w, b, y, math, NULL, 0, s, err);
+  return fast;
 }

@@ -72,11 +72,13 @@ struct ClParams {
   int box[3];         // bd, bh, bw: positions per tile along D, H, W (product 128 or 256)
   int stride[3], dil[3], ostep[3], kdim[3];
   int co_blocks, cchunks, ksplit, stages, nph;
+  int *nf_flag, nf_stamp; // math "fp32": the non-finite flag (fast.h, volua_cuda_nf_begin), or NULL
   ClPhase ph[CL_MAX_PHASES];
 };
 
 // A stage: A (the input box), B (the weights); with SPLIT their small parts after them, As and Bs
 // (each part a multiple of 1024 bytes: the swizzle's alignment).
+#define CL_PROMOTE (TC_PROMOTE / 4) // stages (of 4 k-steps)
 template <int WN, int MI, bool SPLIT> struct ClStage {
   static const int A_BYTES = MI * CL_A_BYTES, B_BYTES = WN * 8 * 128, BYTES = (SPLIT ? 2 : 1) * (A_BYTES + B_BYTES);
 };
@@ -85,8 +87,9 @@ template <int WN, int MI, bool SPLIT> struct ClStage {
 // (u / co_blocks, u % co_blocks), part (b - first) % ksplit.
 // MI: 64-row slices a warpgroup (1 or 2: a tile of 128 or 256 positions, each B serving twice the rows).
 // SPLIT (math "fp32"): xcl and wcl hold the values unrounded (the tensor core reads their TF32 big
-// parts, the bits the truncation keeps) and xcls, wcls the rest; three products a k-step (big big
-// into acc, big small and small big into corr), joined at the end (tc_join), as conv3d_tc.cu's.
+// parts, the bits the truncation keeps) and xcls, wcls the rest; three products a k-step into acc,
+// which every CL_PROMOTE stages (and at the end) goes into corr on the CUDA cores (tc_promote,
+// tc_prims.cuh: the tensor core's truncated sums stay short).
 template <int WN, int MI, bool SPLIT> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl_conv_kernel(TC_GRID_CONST ClParams p) {
   TC_SMEM_DECL(smem_raw);
   unsigned char *smem = smem_raw + ((1024u - (tc_smem_addr(smem_raw) & 1023u)) & 1023u); // the swizzle's alignment
@@ -186,18 +189,36 @@ template <int WN, int MI, bool SPLIT> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl
       for (int k = 0; k < 4; k++) { // 32 bytes a k-step (16-byte units)
         tc_wg_mma_ss<WN>(acc[m], da + 2 * k, db + 2 * k);
         if (SPLIT) {
-          tc_wg_mma_ss<WN>(corr[m], da + 2 * k, dbs + 2 * k);
-          tc_wg_mma_ss<WN>(corr[m], das + 2 * k, db + 2 * k);
+          tc_wg_mma_ss<WN>(acc[m], da + 2 * k, dbs + 2 * k);
+          tc_wg_mma_ss<WN>(acc[m], das + 2 * k, db + 2 * k);
         }
       }
     }
     tc_wg_commit();
-    tc_wg_wait<1>(); // step i - 1's products are done: its stage goes back to the producer
+    if (SPLIT && (i + 1) % CL_PROMOTE == 0) { // every product done: acc into corr
+      tc_wg_wait<0>();
+      tc_promote(acc, corr);
+    } else {
+      tc_wg_wait<1>(); // step i - 1's products are done: its stage goes back to the producer
+    }
     if (i > 0 && lane == 0) tc_mbar_arrive(empty + prev);
     prev = s;
     if (++s == S) s = 0, ph ^= 1;
   }
   tc_wg_wait<0>();
+  if (SPLIT) {
+    tc_promote(acc, corr);
+    if (p.nf_flag) { // a sum that is not finite: the op redoes the output (fast.h)
+      unsigned bad = 0;
+#pragma unroll
+      for (int m = 0; m < MI; m++)
+#pragma unroll
+        for (int j = 0; j < WN; j++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) bad |= (unsigned)!(fabsf(corr[m][j][e]) < INFINITY);
+      if (bad) *p.nf_flag = p.nf_stamp;
+    }
+  }
 
   // the epilogue: row r of the tile is position (r / (bh bw), r / bw % bh, r % bw) of its box, in
   // the phase's grid; its output is q * ostep + oofs
@@ -455,6 +476,8 @@ static void cl_chain_launch(void (*kernel)(P...), tc_dim3 grid, tc_dim3 block, s
 template <int WN, int MI, bool SPLIT>
 static int cl_launch(ClParams &p, int64_t blocks, tc_stream s, const char *op, char *err) {
   void (*kernel)(const ClParams) = cl_conv_kernel<WN, MI, SPLIT>;
+  p.nf_flag = NULL;
+  if (SPLIT) volua_cuda_nf_get(&p.nf_flag, &p.nf_stamp);
   const size_t smem = (size_t)p.stages * ClStage<WN, MI, SPLIT>::BYTES + 2 * CL_MAX_STAGES * 8 + 1024;
   static size_t smem_set = 0;
   if (smem > smem_set) {

@@ -13,8 +13,9 @@
 // mma.sync m16n8k8 (TF32), A (positions x channels) read from the x rows, B from the w rows. Math
 // "tf32": the raw float bits, which the tensor core truncates to TF32 (as conv3d_tc.cu); math
 // "fp32": each operand split into a TF32 big part and the rest, three products (big big, big small,
-// small big), the small ones in a second accumulator joined at the end (tc_join: an infinite sum
-// keeps its value). The output goes straight from the accumulators: lanes g = 0..7 of a fragment
+// small big) into one accumulator, added to a second one on the CUDA cores after each chunk of BK
+// channels (tc_promote in tc_prims.cuh: the tensor core's truncated sums stay short). The output
+// goes straight from the accumulators: lanes g = 0..7 of a fragment
 // hold 8 consecutive positions of one channel, 32 bytes a store.
 // conv3d_pointwise_tma_kernel: from 128 input channels on Hopper, both maths, the loads by TMA and
 // wgmma's 64 x 64 x 8 products (A from registers, w from the stage) in place of mma.sync.
@@ -50,6 +51,7 @@ struct PwParams {
   unsigned units32, ksplit32, cblocks32, ptiles32, kchunks32; // the same in 32 bits (the cursors' divisions)
   int bm;                    // positions a tile (the kernel's BM)
   int wvec;                  // 16-byte copies of w (C_in a multiple of 4, w 16-byte aligned)
+  int *nf_flag, nf_stamp;    // math "fp32": the non-finite flag (fast.h, volua_cuda_nf_begin), or NULL
 };
 
 // A block takes units blockIdx.x, + gridDim.x, ... and each unit's chunks of C_in in turn: one
@@ -150,6 +152,16 @@ template <bool SPLIT, int MI, int NJ, int IS>
 __device__ __forceinline__ void pw_store(const PwParams &p, const PwCursor &c, float (&acc)[MI][NJ][4],
                                          float (&corr)[MI][NJ][4], int wm, int wn) {
   const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  if (SPLIT && p.nf_flag) { // a sum that is not finite: the op redoes the output (fast.h)
+    unsigned bad = 0;
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+      for (int j = 0; j < NJ; j++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) bad |= (unsigned)!(fabsf(corr[i][j][r]) < INFINITY);
+    if (bad) *p.nf_flag = p.nf_stamp;
+  }
   float *yn = p.y + (p.ksplit > 1 ? c.part * p.ysize : 0) + c.n * p.C_out * p.S;
 #pragma unroll
   for (int j = 0; j < NJ; j++)
@@ -230,12 +242,13 @@ static __global__ void __launch_bounds__(PW_THREADS, 2) conv3d_pointwise_kernel(
         for (int i = 0; i < MI; i++) {
           tc_mma(acc[i][j], ab[i], bb);
           if (SPLIT) {
-            tc_mma(corr[i][j], ab[i], bs);
-            tc_mma(corr[i][j], as[i], bb);
+            tc_mma(acc[i][j], ab[i], bs);
+            tc_mma(acc[i][j], as[i], bb);
           }
         }
       }
     }
+    if (SPLIT) tc_promote(acc, corr); // (BK / 8 k-steps: 4 in math "fp32")
     if (cs.kc + 1 == cs.hi) { // the unit's last chunk: its values out, the sums back to zero
       pw_store<SPLIT, MI, 4, 16>(p, cs, acc, corr, wm, wn);
       pw_zero<MI, 4>(acc, corr);
@@ -339,8 +352,8 @@ static __global__ void __launch_bounds__(PWT_THREADS, 2) conv3d_pointwise_tma_ke
       tc_wg_fence();
       tc_wg_mma<PW_BN / 8>(acc[0], ar, db + 2 * ks); // 32 bytes a k-step (16-byte units)
       if (SPLIT) {
-        tc_wg_mma<PW_BN / 8>(corr[0], ar, dbs + 2 * ks);
-        tc_wg_mma<PW_BN / 8>(corr[0], asr, db + 2 * ks);
+        tc_wg_mma<PW_BN / 8>(acc[0], ar, dbs + 2 * ks);
+        tc_wg_mma<PW_BN / 8>(acc[0], asr, db + 2 * ks);
       }
       tc_wg_commit();
       tc_wg_wait<1>(); // the k-step before's products are done: its register set is free
@@ -348,7 +361,12 @@ static __global__ void __launch_bounds__(PWT_THREADS, 2) conv3d_pointwise_tma_ke
     }
     prev = s;
     if (++s == S) s = 0, ph ^= 1;
-    if (cs.kc + 1 == cs.hi) { // the unit's last chunk: its values out, the sums back to zero
+    const bool last = cs.kc + 1 == cs.hi; // the unit's last chunk
+    if (SPLIT && (last || (cs.kc & 1))) { // every 8 k-steps (two stages) and at the end: acc into corr
+      tc_wg_wait<0>();
+      tc_promote(acc, corr);
+    }
+    if (last) { // its values out, the sums back to zero
       tc_wg_wait<0>();
       pw_store<SPLIT, 1, PW_BN / 8, 64>(p, cs, acc, corr, wm, 0);
       pw_zero<1, PW_BN / 8>(acc, corr);
@@ -485,6 +503,7 @@ extern "C" int volua_cuda_conv3d_pointwise(const volua_conv3d_geom *g, const flo
   const bool taken = parts > 1 || (math == VOLUA_MATH_TF32 ? p.C_out >= 64
                                                             : p.C_in * p.C_out >= (1 << 16) || (tma && p.C_out >= 64));
   if (!force && !taken) return VOLUA_FAST_NOT_APPLICABLE;
+  if (math == VOLUA_MATH_FP32) volua_cuda_nf_get(&p.nf_flag, &p.nf_stamp); // (this path runs: fast.h)
   const char *ks = getenv("VOLUA_PW_KSPLIT");
   if (ks && atoi(ks) >= 1) parts = atoi(ks);
   if (parts > p.kchunks) parts = p.kchunks;

@@ -11,6 +11,35 @@ extern "C" int64_t volua_cuda_fast_calls(void) { return fast_calls; }
 extern "C" void volua_cuda_fast_note_call(void) { fast_calls++; }
 extern "C" int volua_cuda_fast_disabled(void) { return tc_fast_disabled(); }
 
+// -- the split-TF32 GEMMs' non-finite flag (fast.h) ----
+
+static int *nf_flag = NULL, nf_stamp = 0, nf_open = 0, nf_used = 0;
+extern "C" int volua_cuda_nf_begin(cudaStream_t s, char *err) {
+  if (!nf_flag) {
+    int *f = NULL;
+    if (volua_cuda_malloc(reinterpret_cast<void **>(&f), sizeof(int), err)) return 1;
+    if (tc_memset_async(f, 0, sizeof(int), s) != 0) {
+      volua_cuda_free(f);
+      snprintf(err, VOLUA_ERR_MAX, "conv: could not clear the non-finite flag");
+      return 1;
+    }
+    nf_flag = f;
+  }
+  nf_stamp = nf_stamp == INT32_MAX ? 1 : nf_stamp + 1; // (never 0, the flag's first value)
+  nf_open = 1;
+  nf_used = 0;
+  return 0;
+}
+extern "C" void volua_cuda_nf_get(int **flag, int *stamp) {
+  *flag = nf_open ? nf_flag : NULL;
+  *stamp = nf_stamp;
+  nf_used |= nf_open;
+}
+extern "C" int volua_cuda_nf_end(void) {
+  nf_open = 0;
+  return nf_used;
+}
+
 // -- conv3d as the GEMM: q = output position, i = q*stride - pad_lo + j*dilation ----
 
 static void conv3d_params(const volua_conv3d_geom *g, Params &p) {

@@ -96,10 +96,18 @@ static int launch_conv_transpose3d(const volua_conv_transpose3d_geom *g, const f
 extern "C" int volua_cuda_conv_transpose3d(const volua_conv_transpose3d_geom *g, const float *x, const float *w,
                                            const float *b, float *y, volua_math_mode math, cudaStream_t s,
                                            char *err) {
-  // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover
+  // the tensor-core path first (kernels/fast.h); it declines shapes it does not cover. Math "fp32":
+  // a split-TF32 GEMM that meets an infinity stamps the flag, and the direct gather then redoes the
+  // output, gated on the device (fast.h, volua_cuda_nf_begin).
+  const bool nf = math == VOLUA_MATH_FP32 && !volua_cuda_fast_disabled() && g->N * g->C_out > 0;
+  if (nf && volua_cuda_nf_begin(s, err)) return 1;
   const int fast = volua_cuda_conv_transpose3d_tc(g, x, w, b, y, math, s, err);
-  if (fast != VOLUA_FAST_NOT_APPLICABLE) return fast;
-  return launch_conv_transpose3d(g, x, w, b, y, math, NULL, 0, s, err);
+  int *flag = NULL, stamp = 0;
+  volua_cuda_nf_get(&flag, &stamp);
+  const int used = volua_cuda_nf_end();
+  if (fast == VOLUA_FAST_NOT_APPLICABLE) return launch_conv_transpose3d(g, x, w, b, y, math, NULL, 0, s, err);
+  if (fast != 0 || !nf || !used) return fast;
+  return launch_conv_transpose3d(g, x, w, b, y, math, flag, stamp, s, err);
 }
 
 extern "C" int volua_cuda_conv_transpose3d_redo(const volua_conv_transpose3d_geom *g, const float *x, const float *w,

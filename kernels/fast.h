@@ -83,6 +83,21 @@ int volua_cuda_conv3d_gn_mean_tc(const volua_conv3d_gn_mean_geom *g, const float
 int volua_cuda_conv3d_pad(const volua_conv3d_geom *g, const float *x, float **xp, volua_conv3d_geom *pg,
                           cudaStream_t s, char *err);
 
+/* conv3d_tc.cu: the non-finite flag of the split-TF32 (math "fp32") GEMMs. Their k-loops add a
+ * k-step's three products in one accumulator (tc_promote, tc_prims.cuh), so an infinite input or
+ * weight makes NaN, or an infinity of the wrong sign, where a float sum has an infinity. A GEMM
+ * whose sums end with a value that is not finite writes the call's stamp to the flag, and the op's
+ * entry then redoes the whole output by the direct kernel, gated on the device by the flag
+ * (volua_cuda_conv3d_redo, volua_cuda_conv_transpose3d_redo): an input with an infinity or NaN costs
+ * the direct kernel's time, any other input one launch that returns at once.
+ * volua_cuda_nf_begin: a new stamp for this call (the flag, one int for the process, is allocated
+ * and cleared on first use); 0, or a CUDA error in err. volua_cuda_nf_get: the flag (NULL outside
+ * a call) and the stamp, for the GEMMs' parameters. */
+int volua_cuda_nf_begin(cudaStream_t s, char *err);
+void volua_cuda_nf_get(int **flag, int *stamp);
+/* volua_cuda_nf_end: whether a GEMM took the flag since volua_cuda_nf_begin (else no redo is due). */
+int volua_cuda_nf_end(void);
+
 /* Calls served by a fast path since start (specs check that a shape took it). */
 int64_t volua_cuda_fast_calls(void);
 /* conv3d_tc.cu: counts one served call (used by the three fast paths). */

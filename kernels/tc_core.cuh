@@ -99,6 +99,10 @@ struct Params {
   // done[n] (zeroed by tc_prep_kernel); the last applies GroupNorm (gn_groups groups, gn_S outputs
   // per channel, gn_eps, weight gn_w and bias gn_b or none) and writes the sample's mean to y[n]
   int *done; // (split K's counts too: see ksws)
+  // math "fp32", not EPI_STATS: where a tile's sums end with a value that is not finite, nf_stamp
+  // goes to *nf_flag and the op redoes its output (fast.h, volua_cuda_nf_begin); NULL: no check
+  int *nf_flag;
+  int nf_stamp;
   int64_t gn_groups, gn_S;
   double gn_eps;
   const float *gn_w, *gn_b;
@@ -363,6 +367,7 @@ TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&r
   int2 kn = ko[t]; // each step's K offsets loaded one step ahead (as in tc_compute_wg; the table's extra step)
 #pragma unroll 2
   for (int s = 0; s < ksteps; s++) {
+    if (SPLIT && s > 0 && s % TC_PROMOTE == 0) tc_promote(acc, corr);
     const int2 kk = kn;
     kn = ko[(s + 1) * 4 + t];
     uint32_t ab[WM][4], as[WM][4];
@@ -382,12 +387,13 @@ TC_DEVICE void tc_compute(int ksteps, const char *__restrict__ P0, const int (&r
       for (int i = 0; i < WM; i++) {
         tc_mma(acc[i][j], ab[i], bb);
         if (SPLIT) {
-          tc_mma(corr[i][j], ab[i], bs);
-          tc_mma(corr[i][j], as[i], bb);
+          tc_mma(acc[i][j], ab[i], bs);
+          tc_mma(acc[i][j], as[i], bb);
         }
       }
     }
   }
+  if (SPLIT) tc_promote(acc, corr);
 }
 
 // The same k-loop on wgmma (Params::wg; sm_90a, compute capability 9.0). A warpgroup (4 warps)
@@ -425,8 +431,8 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
     for (int i = 0; i < WM; i++) {
       tc_wg_mma<WN>(acc[i], b[i], w);
       if (SPLIT) {
-        tc_wg_mma<WN>(corr[i], b[i], tc_wg_at(w, small));
-        tc_wg_mma<WN>(corr[i], sm[i], w);
+        tc_wg_mma<WN>(acc[i], b[i], tc_wg_at(w, small));
+        tc_wg_mma<WN>(acc[i], sm[i], w);
       }
     }
     tc_wg_commit();
@@ -437,6 +443,7 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
       load(ab[0], as[0], s);
       issue(ab[0], as[0], s);
       tc_wg_wait<0>();
+      if (SPLIT && (s + 1) % TC_PROMOTE == 0) tc_promote(acc, corr);
     }
   } else {
     load(ab[0], as[0], 0);
@@ -449,10 +456,15 @@ TC_DEVICE void tc_compute_wg(int ksteps, const char *__restrict__ P0, const int 
       issue(ab[1], as[1], s + 1);
       tc_wg_wait<1>(); // step s's (set 0)
       if (s + 2 < ksteps) load(ab[0], as[0], s + 2);
+      if (SPLIT && (s + 2) % TC_PROMOTE == 0) { // every product done (the loads above meanwhile): acc into corr
+        tc_wg_wait<0>();
+        tc_promote(acc, corr);
+      }
     }
     if (s < ksteps) issue(ab[0], as[0], s); // an odd last k-step, loaded above
     tc_wg_wait<0>();
   }
+  if (SPLIT) tc_promote(acc, corr);
 }
 
 // The epilogues' walk over a thread's values: f(j, e, i, h, v) for each accumulator [i][j][2h + e]
@@ -917,6 +929,16 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
         for (int h = 0; h < 2; h++) live[i][h] = live[i][h] && qw[i][h] < p.sub_Q2[sb];
     }
     const int64_t oofs2 = NSUB == 1 ? p.oofs[2] : p.sub_oofs2[sb];
+    if (SPLIT && EPI != EPI_STATS && c == C_HI - 1 && p.nf_flag) { // (fast.h: volua_cuda_nf_begin)
+      unsigned bad = 0;
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int j = 0; j < WN; j++)
+#pragma unroll
+          for (int r = 0; r < 4; r++) bad |= (unsigned)!(fabsf(corr[i][j][r]) < INFINITY);
+      if (bad) *p.nf_flag = p.nf_stamp;
+    }
     if (KS && c == C_HI - 1) {
       // -- split K (Params::ksplit): this part's sums (the values the epilogue would take, bias
       // aside) to the scratch, one value of every thread after another (whole lines); the tile's
@@ -1790,6 +1812,8 @@ template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, in
 static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const char *op, char *err) {
   void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR, TEAMS, KS>;
   if (p.teams != TEAMS) return tc_no_variant(p, op, err);
+  p.nf_flag = NULL;
+  if (SPLIT && EPI != EPI_STATS) volua_cuda_nf_get(&p.nf_flag, &p.nf_stamp);
   // The shared-memory limit and the occupancy query cost host time inside a timed call: done once
   // per kernel and size (one thread calls ops: the statics need no lock).
   static size_t smem_set = 0, nb_smem = 0;

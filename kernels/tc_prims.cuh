@@ -294,8 +294,10 @@ static inline cudaError_t tc_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 bl
 
 // -- on the host, for bench/tc_emulate.cpp ----
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <vector>
 #include <sys/mman.h>
@@ -551,8 +553,38 @@ static inline float tc_bits_float(uint32_t u) {
   return f;
 }
 
-// The tensor core's tf32 inputs drop the low 13 bits; products are exact in double; the sum
-// is rounded once (the GPU truncates at 25 fractional bits: close enough for index checks).
+// The tensor core's sum of C and 8 products as Hopper's mma forms it (microsoft/MMA-Sim's model,
+// bench/NOTES.md "Accuracy of split TF32"): each term truncated toward zero to 25 fractional bits
+// below the largest term's leading bit, the exact sum of those rounded toward zero to float32.
+// The truncation is biased (toward zero), so a long-lived accumulator drifts: the emulator shows
+// the k-loops' accuracy as the GPU has it. VOLUA_EMU_MMA_ROUND=1: the old model (one rounding to
+// nearest of the exact sum), for comparison.
+static inline float tc_emu_mma_sum(double c, const double (&p)[8]) {
+  static const int exact = [] {
+    const char *v = getenv("VOLUA_EMU_MMA_ROUND");
+    return v && v[0] == '1';
+  }();
+  double exact_sum = c;
+  for (int k = 0; k < 8; k++) exact_sum += p[k];
+  if (exact || !std::isfinite(exact_sum)) return (float)exact_sum;
+  int top = INT32_MIN;
+  auto see = [&](double t) {
+    if (t != 0.0) top = std::max(top, std::ilogb(t));
+  };
+  see(c);
+  for (int k = 0; k < 8; k++) see(p[k]);
+  if (top == INT32_MIN) return 0.0f;
+  const double q = std::ldexp(1.0, top - 25); // the last bit kept
+  auto cut = [&](double t) { return std::trunc(t / q) * q; };
+  double s = cut(c); // exact: every term is a multiple of q below 2^(top + 1); nine of them fit a double
+  for (int k = 0; k < 8; k++) s += cut(p[k]);
+  float f = (float)s; // round to nearest, then step toward zero where that went away from it
+  if (std::fabs((double)f) > std::fabs(s)) f = std::nextafter(f, 0.0f);
+  return f;
+}
+
+// The tensor core's tf32 inputs drop the low 13 bits; products are exact in double; the sum as
+// tc_emu_mma_sum.
 static inline void tc_mma(float c[4], const uint32_t a[4], const uint32_t b[2]) {
   tc_emu_warp *w = tc_emu.warp;
   const int lane = (int)(tc_emu.tid.x & 31);
@@ -574,9 +606,9 @@ static inline void tc_mma(float c[4], const uint32_t a[4], const uint32_t b[2]) 
   float out[4];
   for (int r = 0; r < 4; r++) {
     const int row = g + (r >= 2 ? 8 : 0), col = 2 * t + (r & 1);
-    double s = w->c[lane][r];
-    for (int k = 0; k < 8; k++) s += (double)A[row][k] * (double)B[k][col];
-    out[r] = (float)s;
+    double prod[8];
+    for (int k = 0; k < 8; k++) prod[k] = (double)A[row][k] * (double)B[k][col];
+    out[r] = tc_emu_mma_sum(w->c[lane][r], prod);
   }
   w->bar->arrive_and_wait();
   memcpy(c, out, sizeof out);
@@ -818,11 +850,41 @@ static inline int tc_launch_pdl(void (*kernel)(P...), tc_dim3 grid, tc_dim3 bloc
 TC_DEVICE uint32_t tc_tf32_big(float v) { return __float_as_uint(v) & 0xffffe000u; }
 TC_DEVICE float tc_tf32_small(float v) { return v - __uint_as_float(tc_tf32_big(v)); }
 
-// Math "fp32": a value from its big products and its small ones. An infinite input has a small
-// part of NaN (inf - inf), which reaches corr; but every output it reaches has a big sum that is
-// infinite or NaN too (inf times a nonzero weight, or NaN), and that sum is then the value, as a
-// float accumulation would give it. So the k-loop needs no check per element (it had a compare and a
-// select for each A value: about a fifth of the split k-loop's instructions).
+// Math "fp32": a value from two sums, big + small where big is finite, else big. (Until the
+// thirty-sixth session big held the big products and small the small ones, and this kept an
+// infinite big sum from the NaN that an infinite input's small part (inf - inf) put into small.
+// Now the k-loops leave acc at 0 and the whole sum in corr (tc_promote), so tc_join(acc, corr) is
+// corr, and a sum that is not finite makes the op redo its output instead: fast.h,
+// volua_cuda_nf_begin.)
 TC_DEVICE float tc_join(float big, float small) { return fabsf(big) < INFINITY ? big + small : big; }
+
+// Math "fp32" (split TF32): a k-step's three products (big big, big small, small big) all go to
+// acc, and every TC_PROMOTE k-steps, and at the end of a chunk, acc is added to corr on the CUDA
+// cores (rounded to nearest) and cleared; corr is the sum the epilogues take (acc is then 0, so
+// tc_join(acc, corr) = corr). Why: the tensor core truncates its sums toward zero (bench/NOTES.md,
+// "Accuracy of split TF32"), and an accumulator that holds the whole running sum drifts by about an
+// ulp of it per product: with K = 1728 (L2-61's 64 -> 128 k3) the output was off by up to 1.5e-5 of
+// its scale, 10 times PyTorch's float32, and GroupNorm after it failed the fp32 tolerance. A sum
+// restarted every 16 k-steps stays small and its truncation errors change sign from one to the
+// next. It costs 2 to 15 % of the "fp32" time on the H200 (bench/NOTES.md, thirty-sixth session);
+// every 8 k-steps halved the error again for 1 to 5 % more (each promotion waits for the
+// warpgroup's products in flight). An infinite input or weight now makes NaN in the one
+// accumulator (inf times a small part of 0, or inf - inf): the op redoes such outputs (fast.h).
+// (Before the thirty-sixth session the small products had a long-lived accumulator of their own,
+// corr, and acc the big ones over the whole K.) conv3d_cl.cu and conv3d_pointwise.cu do the same.
+#define TC_PROMOTE 16
+template <int WM, int WN>
+TC_DEVICE void tc_promote(float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
+#pragma unroll
+  for (int i = 0; i < WM; i++)
+#pragma unroll
+    for (int j = 0; j < WN; j++)
+#pragma unroll
+      for (int r = 0; r < 4; r++) {
+        corr[i][j][r] += acc[i][j][r];
+        acc[i][j][r] = 0.0f;
+      }
+}
+
 
 #endif
