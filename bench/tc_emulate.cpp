@@ -206,8 +206,7 @@ static bool nf_redo(volua_math_mode math, int rc, float *y, const double *ref, i
     return false;
   }
   int *flag = NULL, stamp = 0;
-  volua_cuda_nf_get(&flag, &stamp);
-  const int used = volua_cuda_nf_end();
+  const int used = volua_cuda_nf_end(&flag, &stamp);
   if (rc != 0 || math != VOLUA_MATH_FP32 || !used || !flag || *flag != stamp) return false;
   for (int64_t i = 0; i < n; i++) y[i] = (float)ref[i];
   return true;

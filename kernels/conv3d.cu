@@ -141,8 +141,7 @@ extern "C" int volua_cuda_conv3d(const volua_conv3d_geom *g, const float *x, con
   if (nf && volua_cuda_nf_begin(s, err)) return 1;
   const int fast = conv3d_fast(g, x, w, b, y, math, s, err);
   int *flag = NULL, stamp = 0;
-  volua_cuda_nf_get(&flag, &stamp);
-  const int used = volua_cuda_nf_end();
+  const int used = volua_cuda_nf_end(&flag, &stamp);
   if (fast == VOLUA_FAST_NOT_APPLICABLE) return launch_conv3d(g, x, w, b, y, math, NULL, 0, s, err);
   if (fast != 0 || !nf || !used) return fast;
   return launch_conv3d(g, x, w, b, y, math, flag, stamp, s, err);

@@ -35,8 +35,10 @@ extern "C" void volua_cuda_nf_get(int **flag, int *stamp) {
   *stamp = nf_stamp;
   nf_used |= nf_open;
 }
-extern "C" int volua_cuda_nf_end(void) {
+extern "C" int volua_cuda_nf_end(int **flag, int *stamp) {
   nf_open = 0;
+  *flag = nf_flag;
+  *stamp = nf_stamp;
   return nf_used;
 }
 

@@ -95,8 +95,9 @@ int volua_cuda_conv3d_pad(const volua_conv3d_geom *g, const float *x, float **xp
  * a call) and the stamp, for the GEMMs' parameters. */
 int volua_cuda_nf_begin(cudaStream_t s, char *err);
 void volua_cuda_nf_get(int **flag, int *stamp);
-/* volua_cuda_nf_end: whether a GEMM took the flag since volua_cuda_nf_begin (else no redo is due). */
-int volua_cuda_nf_end(void);
+/* volua_cuda_nf_end: the call is over; whether a GEMM took the flag since volua_cuda_nf_begin (else
+ * no redo is due), and the flag and stamp. */
+int volua_cuda_nf_end(int **flag, int *stamp);
 
 /* Calls served by a fast path since start (specs check that a shape took it). */
 int64_t volua_cuda_fast_calls(void);
