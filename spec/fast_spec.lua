@@ -686,7 +686,7 @@ end
 -- (kernels/tc_prims.cuh) keeps the tensor core's sums short.
 -- At these sizes the plans split K over blocks to fill the GPU (shorter sums, less drift), so the
 -- cases run with K whole in one block (VOLUA_TC_KSPLIT=1, VOLUA_PW_KSPLIT=1), as the full-size
--- problem's plan has it. (Measured before the fix, run s36r3: these cases failed.)
+-- problem's plan has it. (Before the fix, run s36r4, the first two failed on the H200.)
 describe("math fp32 through GroupNorm (the tensor core's truncated sums)", function()
   local ffi = require "ffi"
   pcall(ffi.cdef, "int setenv(const char *, const char *, int); int unsetenv(const char *);")
