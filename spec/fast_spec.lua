@@ -691,13 +691,17 @@ describe("math fp32 through GroupNorm (the tensor core's truncated sums)", funct
   local ffi = require "ffi"
   pcall(ffi.cdef, "int setenv(const char *, const char *, int); int unsetenv(const char *);")
   local function relu_gn(mode, what, conv, x, w, groups)
-    ffi.C.setenv("VOLUA_TC_KSPLIT", "1", 1)
-    ffi.C.setenv("VOLUA_PW_KSPLIT", "1", 1)
+    local saved = {} -- (gpu_check.sh may have set them for the whole run: put them back after)
+    for _, k in ipairs({"VOLUA_TC_KSPLIT", "VOLUA_PW_KSPLIT"}) do
+      saved[k] = os.getenv(k)
+      ffi.C.setenv(k, "1", 1)
+    end
     local ok, e = pcall(check, mode, what, function(dev)
       return vol.group_norm(conv(x:to(dev), w:to(dev)):relu(), groups)
     end)
-    ffi.C.unsetenv("VOLUA_TC_KSPLIT")
-    ffi.C.unsetenv("VOLUA_PW_KSPLIT")
+    for k, v in pairs({VOLUA_TC_KSPLIT = saved.VOLUA_TC_KSPLIT or false, VOLUA_PW_KSPLIT = saved.VOLUA_PW_KSPLIT or false}) do
+      if v then ffi.C.setenv(k, v, 1) else ffi.C.unsetenv(k) end
+    end
     assert(ok, e)
   end
   it("L2-61: conv_transpose3d 64 -> 128 k3, relu, GroupNorm(8, 128) on (1, 64, 8, 8, 8)", function()
