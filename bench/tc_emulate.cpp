@@ -194,17 +194,17 @@ static bool skip_case(volua_math_mode, bool gn = false) {
 }
 
 // conv3d.cu's and conv_transpose3d.cu's entries around a fast path in math "fp32": a new stamp of
-// the non-finite flag before it, and where a GEMM took the flag and stamped it, the output again
-// by the reference (their gated direct kernel: fast.h, volua_cuda_nf_begin). Returns whether it redid.
-static bool nf_redo(volua_math_mode math, int rc, float *y, const double *ref, int64_t n, bool begin) {
+// the non-finite flag before it (nf_begin), and where a GEMM took the flag and stamped it, the
+// output again by the reference (nf_redo: their gated direct kernel; fast.h, volua_cuda_nf_begin).
+// nf_redo returns whether it redid.
+static void nf_begin(volua_math_mode math) {
   char err[VOLUA_ERR_MAX];
-  if (begin) {
-    if (math == VOLUA_MATH_FP32 && volua_cuda_nf_begin(NULL, err)) {
-      printf("nf_begin: %s\n", err);
-      failures++;
-    }
-    return false;
+  if (math == VOLUA_MATH_FP32 && volua_cuda_nf_begin(NULL, err)) {
+    printf("nf_begin: %s\n", err);
+    failures++;
   }
+}
+static bool nf_redo(volua_math_mode math, int rc, float *y, const double *ref, int64_t n) {
   int *flag = NULL, stamp = 0;
   const int used = volua_cuda_nf_end(&flag, &stamp);
   if (rc != 0 || math != VOLUA_MATH_FP32 || !used || !flag || *flag != stamp) return false;
@@ -239,9 +239,9 @@ static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], c
   std::vector<double> ref((size_t)ny);
   ref_conv3d(g, x.data(), w.data(), bias ? b.data() : NULL, ref.data());
   char err[VOLUA_ERR_MAX] = "";
-  nf_redo(math, 0, NULL, NULL, 0, true);
+  nf_begin(math);
   const int rc = volua_cuda_conv3d_tc(&g, x.data(), w.data(), bias ? b.data() : NULL, y.data(), math, NULL, err);
-  if (nf_redo(math, rc, y.data(), ref.data(), ny, false)) strncat(what, " (redone)", sizeof what - strlen(what) - 1);
+  if (nf_redo(math, rc, y.data(), ref.data(), ny)) strncat(what, " (redone)", sizeof what - strlen(what) - 1);
   if (rc) {
     printf("%-72s %s %s\n", what, rc == VOLUA_FAST_NOT_APPLICABLE ? "not applicable" : "ERROR", err);
     if (rc != VOLUA_FAST_NOT_APPLICABLE) failures++;
@@ -278,9 +278,9 @@ static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3]
   std::vector<double> ref((size_t)ny);
   ref_conv_transpose3d(g, x.data(), w.data(), bias ? b.data() : NULL, ref.data());
   char err[VOLUA_ERR_MAX] = "";
-  nf_redo(math, 0, NULL, NULL, 0, true);
+  nf_begin(math);
   const int rc = volua_cuda_conv_transpose3d_tc(&g, x.data(), w.data(), bias ? b.data() : NULL, y.data(), math, NULL, err);
-  if (nf_redo(math, rc, y.data(), ref.data(), ny, false)) strncat(what, " (redone)", sizeof what - strlen(what) - 1);
+  if (nf_redo(math, rc, y.data(), ref.data(), ny)) strncat(what, " (redone)", sizeof what - strlen(what) - 1);
   if (rc) {
     printf("%-72s %s %s\n", what, rc == VOLUA_FAST_NOT_APPLICABLE ? "not applicable" : "ERROR", err);
     if (rc != VOLUA_FAST_NOT_APPLICABLE) failures++;

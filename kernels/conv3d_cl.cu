@@ -208,16 +208,7 @@ template <int WN, int MI, bool SPLIT> TC_GLOBAL void TC_BOUNDS(CL_THREADS, 1) cl
   tc_wg_wait<0>();
   if (SPLIT) {
     tc_promote(acc, corr);
-    if (p.nf_flag) { // a sum that is not finite: the op redoes the output (fast.h)
-      unsigned bad = 0;
-#pragma unroll
-      for (int m = 0; m < MI; m++)
-#pragma unroll
-        for (int j = 0; j < WN; j++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) bad |= (unsigned)!(fabsf(corr[m][j][e]) < INFINITY);
-      if (bad) *p.nf_flag = p.nf_stamp;
-    }
+    tc_note_nonfinite(corr, p.nf_flag, p.nf_stamp);
   }
 
   // the epilogue: row r of the tile is position (r / (bh bw), r / bw % bh, r % bw) of its box, in

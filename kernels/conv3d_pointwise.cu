@@ -152,16 +152,7 @@ template <bool SPLIT, int MI, int NJ, int IS>
 __device__ __forceinline__ void pw_store(const PwParams &p, const PwCursor &c, float (&acc)[MI][NJ][4],
                                          float (&corr)[MI][NJ][4], int wm, int wn) {
   const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  if (SPLIT && p.nf_flag) { // a sum that is not finite: the op redoes the output (fast.h)
-    unsigned bad = 0;
-#pragma unroll
-    for (int i = 0; i < MI; i++)
-#pragma unroll
-      for (int j = 0; j < NJ; j++)
-#pragma unroll
-        for (int r = 0; r < 4; r++) bad |= (unsigned)!(fabsf(corr[i][j][r]) < INFINITY);
-    if (bad) *p.nf_flag = p.nf_stamp;
-  }
+  if (SPLIT) tc_note_nonfinite(corr, p.nf_flag, p.nf_stamp);
   float *yn = p.y + (p.ksplit > 1 ? c.part * p.ysize : 0) + c.n * p.C_out * p.S;
 #pragma unroll
   for (int j = 0; j < NJ; j++)

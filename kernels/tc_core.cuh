@@ -929,16 +929,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
         for (int h = 0; h < 2; h++) live[i][h] = live[i][h] && qw[i][h] < p.sub_Q2[sb];
     }
     const int64_t oofs2 = NSUB == 1 ? p.oofs[2] : p.sub_oofs2[sb];
-    if (SPLIT && EPI != EPI_STATS && c == C_HI - 1 && p.nf_flag) { // (fast.h: volua_cuda_nf_begin)
-      unsigned bad = 0;
-#pragma unroll
-      for (int i = 0; i < WM; i++)
-#pragma unroll
-        for (int j = 0; j < WN; j++)
-#pragma unroll
-          for (int r = 0; r < 4; r++) bad |= (unsigned)!(fabsf(corr[i][j][r]) < INFINITY);
-      if (bad) *p.nf_flag = p.nf_stamp;
-    }
+    if (SPLIT && EPI != EPI_STATS && c == C_HI - 1) tc_note_nonfinite(corr, p.nf_flag, p.nf_stamp);
     if (KS && c == C_HI - 1) {
       // -- split K (Params::ksplit): this part's sums (the values the epilogue would take, bias
       // aside) to the scratch, one value of every thread after another (whole lines); the tile's

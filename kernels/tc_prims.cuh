@@ -886,5 +886,20 @@ TC_DEVICE void tc_promote(float (&acc)[WM][WN][4], float (&corr)[WM][WN][4]) {
       }
 }
 
+// Math "fp32": where one of a thread's sums is not finite, the call's stamp to the non-finite flag
+// (fast.h, volua_cuda_nf_begin: the op then redoes its output); flag NULL: nothing.
+template <int WM, int WN>
+TC_DEVICE void tc_note_nonfinite(const float (&sum)[WM][WN][4], int *flag, int stamp) {
+  if (!flag) return;
+  unsigned bad = 0;
+#pragma unroll
+  for (int i = 0; i < WM; i++)
+#pragma unroll
+    for (int j = 0; j < WN; j++)
+#pragma unroll
+      for (int r = 0; r < 4; r++) bad |= (unsigned)!(fabsf(sum[i][j][r]) < INFINITY);
+  if (bad) *flag = stamp;
+}
+
 
 #endif
