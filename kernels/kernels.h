@@ -70,6 +70,15 @@ int volua_cuda_max_abs_diff(int64_t n, int dt, const void *a, const void *b, dou
 int volua_cuda_allclose(int64_t n, int dt, const void *a, const void *b, double rtol, double atol,
                         int equal_nan, int *result, cudaStream_t s, char *err);
 
+/* avg_pool3d.cu */
+int volua_cuda_avg_pool3d(const volua_avg_pool3d_geom *g, const float *x, float *y, cudaStream_t s,
+                          char *err);
+/* adaptive_pool3d.cu: adaptive_avg_pool3d and adaptive_max_pool3d */
+int volua_cuda_adaptive_avg_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
+                                   cudaStream_t s, char *err);
+int volua_cuda_adaptive_max_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
+                                   int64_t *indices, cudaStream_t s, char *err);
+
 #ifdef __cplusplus
 }
 #endif

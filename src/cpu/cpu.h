@@ -46,4 +46,11 @@ int volua_cpu_rows(int64_t slabs, int64_t rows, int64_t cols, volua_cpu_row_fn r
 /* Poll in long loops: returns 1 (and writes "<op>: interrupted") once Ctrl-C was pressed. */
 int volua_cpu_check_interrupt(const char *op, char *err);
 
+/* pooling family (src/cpu/avg_pool3d.c, src/cpu/adaptive_pool3d.c) */
+int volua_cpu_avg_pool3d(const volua_avg_pool3d_geom *g, const float *x, float *y, char *err);
+int volua_cpu_adaptive_avg_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
+                                  char *err);
+int volua_cpu_adaptive_max_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
+                                  int64_t *indices, char *err);
+
 #endif
