@@ -13,27 +13,22 @@
 
 #include "common.cuh"
 
-// The coordinates of output i of g (W fastest) and its window; I: int or int64_t.
+// The window of output i of g (W fastest) and its plane; I: int or int64_t.
 struct adaptive_window {
   int64_t plane, d0, d1, h0, h1, w0, w1;
 };
 
 template <typename I>
 __device__ __forceinline__ adaptive_window adaptive_window_of(const volua_adaptive_pool3d_geom &g, I i) {
-  const I OD = (I)g.out[0], OH = (I)g.out[1], OW = (I)g.out[2];
-  const I ow = i % OW;
-  i /= OW;
-  const I oh = i % OH;
-  i /= OH;
-  const I od = i % OD;
+  const volua_coord5<I> o = volua_unflatten5<I>(i, 1, (I)g.out[0], (I)g.out[1], (I)g.out[2]); // planes as N
   adaptive_window w;
-  w.plane = i / OD;
-  w.d0 = volua_adaptive_start(od, g.out[0], g.in[0]);
-  w.d1 = volua_adaptive_end(od, g.out[0], g.in[0]);
-  w.h0 = volua_adaptive_start(oh, g.out[1], g.in[1]);
-  w.h1 = volua_adaptive_end(oh, g.out[1], g.in[1]);
-  w.w0 = volua_adaptive_start(ow, g.out[2], g.in[2]);
-  w.w1 = volua_adaptive_end(ow, g.out[2], g.in[2]);
+  w.plane = o.n;
+  w.d0 = volua_adaptive_start(o.d, g.out[0], g.in[0]);
+  w.d1 = volua_adaptive_end(o.d, g.out[0], g.in[0]);
+  w.h0 = volua_adaptive_start(o.h, g.out[1], g.in[1]);
+  w.h1 = volua_adaptive_end(o.h, g.out[1], g.in[1]);
+  w.w0 = volua_adaptive_start(o.w, g.out[2], g.in[2]);
+  w.w1 = volua_adaptive_end(o.w, g.out[2], g.in[2]);
   return w;
 }
 

@@ -4,7 +4,8 @@
 //   tiled: windows that tile the rows (stride = kernel along W, kW 1, 2 or 4, no padding along W,
 //     every window inside the input) of a multiple of VW = 2 or 4 floats: a thread reads each of
 //     its windows' rows as one 8- or 16-byte vector and makes VW / kW outputs along W, so a warp
-//     reads 256 or 512 contiguous bytes a row.
+//     reads 256 or 512 contiguous bytes a row. The common k 2 s 2 (2 x 2 windows tiling D and H
+//     too) has an instance of its own: four loads in flight a thread, no clipping.
 //   point: a thread per output, its window's taps one float at a time (overlapping windows along
 //     W, padding along W, ceil_mode overhangs, odd rows).
 // Both add in double in the reference's order (d, h, w), and divide as it does.
@@ -58,14 +59,8 @@ static __global__ void avg_pool3d_point_kernel(volua_avg_pool3d_geom ag, const f
   const I OD = (I)ag.pool.out[0], OH = (I)ag.pool.out[1], OW = (I)ag.pool.out[2];
   const I step = (I)blockDim.x * (I)gridDim.x;
   for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < (I)total; i += step) {
-    I t = i;
-    const I ow = t % OW;
-    t /= OW;
-    const I oh = t % OH;
-    t /= OH;
-    const I od = t % OD;
-    const I plane = t / OD;
-    y[i] = avg_pool_point(ag, x, plane, od, oh, ow);
+    const volua_coord5<I> o = volua_unflatten5<I>(i, 1, OD, OH, OW); // the planes as N, C = 1
+    y[i] = avg_pool_point(ag, x, o.n, o.d, o.h, o.w);
   }
 }
 
@@ -91,10 +86,13 @@ template <> struct avg_vec<2> {
 };
 
 // Windows that tile the rows (see the top): a thread makes G = VW / KW outputs along W of one
-// output row (plane, od, oh), from one VW-float vector per input row (d, h) of the window; the
-// windows along D and H are any (padding, ceil_mode, overlap). Threads are numbered over
-// (plane, od, oh, group of G outputs), the group fastest. I as the point kernel's.
-template <typename I, int VW, int KW>
+// output row (plane, od, oh), from one VW-float vector per input row (d, h) of the window.
+// KDH 0: the windows along D and H are any (padding, ceil_mode, overlap), clipped as the reference
+// clips them. KDH 2: they are 2 x 2 and tile D and H too (stride 2, no padding, none past the
+// end), the common k 2 s 2: the four rows' loads are issued before any add, and the divisor is
+// the same for every output. Threads are numbered over (plane, od, oh, group of G outputs), the
+// group fastest. I as the point kernel's.
+template <typename I, int VW, int KW, int KDH>
 static __global__ void avg_pool3d_tiled_kernel(volua_avg_pool3d_geom ag, const float *__restrict__ x,
                                                float *__restrict__ y, int64_t total) {
   constexpr int G = VW / KW;
@@ -105,42 +103,55 @@ static __global__ void avg_pool3d_tiled_kernel(volua_avg_pool3d_geom ag, const f
   const I groups = (I)((OW + G - 1) / G);
   const I step = (I)blockDim.x * (I)gridDim.x;
   for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < (I)total; i += step) {
-    I t = i;
-    const I q = t % groups;
-    t /= groups;
-    const I oh = t % OH;
-    t /= OH;
-    const I od = t % OD;
-    const I plane = t / OD;
-
-    int64_t d0, d1, pd, h0, h1, ph;
-    volua_avg_pool_window(od, ID, g.kernel[0], g.stride[0], g.padding[0], &d0, &d1, &pd);
-    volua_avg_pool_window(oh, IH, g.kernel[1], g.stride[1], g.padding[1], &h0, &h1, &ph);
+    const volua_coord5<I> o = volua_unflatten5<I>(i, 1, OD, OH, groups); // the planes as N, C = 1
+    const I plane = o.n, od = o.d, oh = o.h, q = o.w;
     const int64_t w0 = (int64_t)q * VW; // the first column; the launcher checked w0 + VW <= IW
-    const float *xp = x + (int64_t)plane * (ID * IH * IW) + w0;
-
     double acc[G];
 #pragma unroll
     for (int k = 0; k < G; k++) acc[k] = 0.0;
-    for (int64_t d = d0; d < d1; d++) {
-#pragma unroll 2
-      for (int64_t h = h0; h < h1; h++) {
-        avg_vec<VW> v;
-        v.load(xp + (d * IH + h) * IW);
+    double divisor;
+    bool empty = false; // a window without input (the argument checks leave none): 0, as PyTorch
+
+    if constexpr (KDH == 2) {
+      const float *p = x + (((int64_t)plane * ID + 2 * (int64_t)od) * IH + 2 * (int64_t)oh) * IW + w0;
+      avg_vec<VW> v[4]; // rows (d, h) = (0, 0), (0, 1), (1, 0), (1, 1): the reference's order
+      v[0].load(p);
+      v[1].load(p + IW);
+      v[2].load(p + IH * IW);
+      v[3].load(p + IH * IW + IW);
+#pragma unroll
+      for (int r = 0; r < 4; r++)
 #pragma unroll
         for (int k = 0; k < G; k++)
 #pragma unroll
-          for (int j = 0; j < KW; j++) acc[k] += (double)v.v[k * KW + j];
+          for (int j = 0; j < KW; j++) acc[k] += (double)v[r].v[k * KW + j];
+      divisor = (double)volua_avg_pool_divisor(&ag, 4 * KW, 4 * KW); // no padding, nothing past the end
+    } else {
+      int64_t d0, d1, pd, h0, h1, ph;
+      volua_avg_pool_window(od, ID, g.kernel[0], g.stride[0], g.padding[0], &d0, &d1, &pd);
+      volua_avg_pool_window(oh, IH, g.kernel[1], g.stride[1], g.padding[1], &h0, &h1, &ph);
+      const float *xp = x + (int64_t)plane * (ID * IH * IW) + w0;
+      for (int64_t d = d0; d < d1; d++) {
+#pragma unroll 2
+        for (int64_t h = h0; h < h1; h++) {
+          avg_vec<VW> v;
+          v.load(xp + (d * IH + h) * IW);
+#pragma unroll
+          for (int k = 0; k < G; k++)
+#pragma unroll
+            for (int j = 0; j < KW; j++) acc[k] += (double)v.v[k * KW + j];
+        }
       }
+      // every window is inside the input along W, so both of its counts along W are KW
+      divisor = (double)volua_avg_pool_divisor(&ag, pd * ph * KW, (d1 - d0) * (h1 - h0) * KW);
+      empty = d0 >= d1 || h0 >= h1;
     }
-    // every window is inside the input along W, so both of its counts along W are KW
-    const double divisor = (double)volua_avg_pool_divisor(&ag, pd * ph * KW, (d1 - d0) * (h1 - h0) * KW);
+
     float *yp = y + (((int64_t)plane * OD + od) * OH + oh) * OW;
 #pragma unroll
     for (int k = 0; k < G; k++) {
       const int64_t ow = (int64_t)q * G + k;
-      // (the argument checks leave no window without input; 0 there, as the point kernel)
-      if (ow < OW) yp[ow] = d0 < d1 && h0 < h1 ? (float)(acc[k] / divisor) : 0.0f;
+      if (ow < OW) yp[ow] = empty ? 0.0f : (float)(acc[k] / divisor);
     }
   }
 }
@@ -157,6 +168,13 @@ static int tiled_width(const volua_avg_pool3d_geom *ag, const float *x) {
   if (g->in[2] % 4 == 0 && (uintptr_t)x % 16 == 0) return 4;
   if (kW <= 2 && g->in[2] % 2 == 0 && (uintptr_t)x % 8 == 0) return 2;
   return 0;
+}
+
+// Whether the windows are 2 x 2 along D and H and tile them: stride 2, no padding, none past the end.
+static bool tiles_2x2(const volua_pool3d_geom *g) {
+  for (int i = 0; i < 2; i++)
+    if (g->kernel[i] != 2 || g->stride[i] != 2 || g->padding[i] != 0 || g->out[i] * 2 > g->in[i]) return false;
+  return true;
 }
 
 typedef void (*avg_kernel)(volua_avg_pool3d_geom, const float *, float *, int64_t);
@@ -179,12 +197,15 @@ extern "C" int volua_cuda_avg_pool3d(const volua_avg_pool3d_geom *ag, const floa
   if (vw) {
     const int64_t kw = g->kernel[2];
     const int64_t total = rows * ((g->out[2] + vw / kw - 1) / (vw / kw));
-#define AVG_TILED(VW, KW) avg_pool3d_tiled_kernel<int, VW, KW>, avg_pool3d_tiled_kernel<int64_t, VW, KW>
-    if (vw == 4 && kw == 4) avg_launch(AVG_TILED(4, 4), ag, x, y, total, s);
-    else if (vw == 4 && kw == 2) avg_launch(AVG_TILED(4, 2), ag, x, y, total, s);
-    else if (vw == 4) avg_launch(AVG_TILED(4, 1), ag, x, y, total, s);
-    else if (kw == 2) avg_launch(AVG_TILED(2, 2), ag, x, y, total, s);
-    else avg_launch(AVG_TILED(2, 1), ag, x, y, total, s);
+    const bool k2 = kw == 2 && tiles_2x2(g);
+#define AVG_TILED(VW, KW, KDH) avg_pool3d_tiled_kernel<int, VW, KW, KDH>, avg_pool3d_tiled_kernel<int64_t, VW, KW, KDH>
+    if (vw == 4 && k2) avg_launch(AVG_TILED(4, 2, 2), ag, x, y, total, s);
+    else if (vw == 2 && k2) avg_launch(AVG_TILED(2, 2, 2), ag, x, y, total, s);
+    else if (vw == 4 && kw == 4) avg_launch(AVG_TILED(4, 4, 0), ag, x, y, total, s);
+    else if (vw == 4 && kw == 2) avg_launch(AVG_TILED(4, 2, 0), ag, x, y, total, s);
+    else if (vw == 4) avg_launch(AVG_TILED(4, 1, 0), ag, x, y, total, s);
+    else if (kw == 2) avg_launch(AVG_TILED(2, 2, 0), ag, x, y, total, s);
+    else avg_launch(AVG_TILED(2, 1, 0), ag, x, y, total, s);
 #undef AVG_TILED
   } else {
     avg_launch(avg_pool3d_point_kernel<int>, avg_pool3d_point_kernel<int64_t>, ag, x, y, rows * g->out[2], s);

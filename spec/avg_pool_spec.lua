@@ -7,6 +7,8 @@
 -- per op (default 25), VOLUA_TEST_LARGE=1 adds the > 2^31-element cases.
 local vol = require "volua"
 local nn = require "volua.nn"
+local compare = require "spec.helpers.gpu_compare"
+local show = compare.show
 
 local inf, nan = math.huge, 0 / 0
 
@@ -60,21 +62,6 @@ local function assert_rounded(got, want, what)
     assert(math.abs(got - want) <= tol,
            ("%s: got %.9g, want %.9g (float32 rounding allows %.3g)"):format(what, got, want, tol))
   end
-end
-
--- one line for a case: its shape and options
-local function show(v)
-  if type(v) == "userdata" then return "tensor" .. show(v.shape) end
-  if type(v) == "table" then
-    local parts, keys = {}, {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-    for _, k in ipairs(keys) do
-      parts[#parts + 1] = (type(k) == "number" and "" or (tostring(k) .. "=")) .. show(v[k])
-    end
-    return "{" .. table.concat(parts, ", ") .. "}"
-  end
-  return tostring(v)
 end
 
 -- -- naive references ----
@@ -559,67 +546,9 @@ end
 local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
 print(("# avg_pool_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(SEED, SEED, target))
 
--- A small generator of our own (Park-Miller, exact in doubles), so that busted's use of
--- math.random cannot change the cases a seed gives.
-local function generator(seed)
-  local s = seed % 2147483646 + 1
-  local r = {}
-  local function next_value()
-    s = (s * 48271) % 2147483647
-    return s
-  end
-  function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
-  function r.chance(p) return next_value() / 2147483647 < p end
-  function r.pick(t) return t[r.int(1, #t)] end
-  function r.seed() return r.int(1, 2 ^ 30) end
-  return r
-end
-
-local function assert_close(got, want, what)
-  assert.equal(target, got.device, what .. ": result on the wrong device")
-  local g = got:cpu()
-  assert.same(want.shape, g.shape, what .. ": shape")
-  assert.equal(want.dtype, g.dtype, what .. ": dtype")
-  assert.is_true(vol.allclose(g, want, TOL),
-                 ("%s: not close to the CPU, max_abs_diff %s"):format(what, tostring(vol.max_abs_diff(g, want))))
-end
-
-local function assert_same(got, want, what)
-  assert.equal(target, got.device, what .. ": result on the wrong device")
-  local g = got:cpu()
-  assert.same(want.shape, g.shape, what .. ": shape")
-  assert.equal(want.dtype, g.dtype, what .. ": dtype")
-  local d = vol.max_abs_diff(g, want)
-  assert.is_true(d == 0, ("%s: differs from the CPU, max_abs_diff %s"):format(what, tostring(d)))
-end
-
--- Puts a few NaN and infinite values into a CPU tensor at random positions.
-local function sprinkle(t, r, count)
-  for _ = 1, count do
-    local idx = {}
-    for i, n in ipairs(t.shape) do idx[i] = r.int(1, n) end
-    t:set(r.pick({nan, nan, -inf, inf}), unpack(idx))
-  end
-  return t
-end
-
--- Draws cases with gen(r) until the CPU accepts one, runs it on the target and compares.
-local function random_trials(name, salt, gen, run, compare)
-  for trial = 1, TRIALS do
-    local r = generator(SEED * 7919 + salt * 1000003 + trial)
-    local case, want
-    for _ = 1, 200 do
-      case = gen(r)
-      local ok, res = pcall(run, case, "cpu")
-      if ok then want = res break end
-    end
-    assert(want, name .. ": the generator found no valid case in 200 draws")
-    local what = ("%s trial %d (VOLUA_SEED=%d) %s"):format(name, trial, SEED, show(case))
-    local ok, got = pcall(run, case, target)
-    assert.is_true(ok, what .. ": raised " .. tostring(got))
-    compare(got, want, what)
-  end
-end
+local generator, sprinkle = compare.generator, compare.sprinkle
+local checks = compare.new {target = target, seed = SEED, trials = TRIALS, rtol = TOL.rtol, atol = TOL.atol}
+local assert_close, assert_same, random_trials = checks.assert_close, checks.assert_same, checks.random_trials
 
 local function avg_on(x, args, device) return vol.avg_pool3d(x:to(device), args) end
 
@@ -652,7 +581,9 @@ describe("pooling family on the GPU against the CPU (seed " .. SEED .. ")", func
   it("avg_pool3d's tiled kernel: kW 1, 2, 4 over rows of 2 and 4 floats; its edges and the point kernel's", function()
     local r = generator(SEED * 31 + 3)
     local cases = {
-      {{2, 3, 16, 64, 128}, {kernel_size = 2}},                        -- k 2 s 2: 16-byte loads
+      {{2, 3, 16, 64, 128}, {kernel_size = 2}},                        -- k 2 s 2: 16-byte loads, 4 rows at once
+      {{1, 2, 6, 8, 16}, {kernel_size = 2, padding = {1, 1, 0}, count_include_pad = false}}, -- k 2, padded D, H
+      {{1, 2, 6, 8, 16}, {kernel_size = 2, padding = {1, 0, 0}}},
       {{1, 2, 9, 33, 68}, {kernel_size = 2}},                          -- odd D, H: last slice and row unread
       {{1, 2, 8, 8, 70}, {kernel_size = 2}},                           -- W % 4 = 2: 8-byte loads
       {{1, 2, 8, 8, 66}, {kernel_size = {2, 2, 1}, stride = {2, 2, 1}}}, -- kW 1, 8-byte loads

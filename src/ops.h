@@ -135,7 +135,9 @@ int volua_pool3d_geom_resolve(volua_pool3d_geom *g, const char *fname, const vol
                               const int64_t kernel[3], const int64_t stride[3],
                               const int64_t padding[3], const int64_t *dilation, int ceil_mode,
                               int check_input_size, char *err);
-/* The output shape of a pooling of x: x's leading dims, then out[3]. Returns the rank. */
-int volua_pool3d_output_shape(const volua_tensor *x, const int64_t out[3], int64_t shape[5]);
+/* Allocates a pool's float32 output (and int64 indices, unless NULL) on x's device: x's leading
+ * dims, then size[3]. On failure nothing stays allocated. */
+int volua_pool3d_alloc(volua_tensor *out, volua_tensor *indices, const volua_tensor *x,
+                       const int64_t size[3], char *err);
 
 #endif

@@ -472,6 +472,24 @@ nn.MaxPool3d = MaxPool3d
 
 local pool_opts = set_of {"stride", "padding", "dilation", "return_indices", "ceil_mode"}
 
+-- What the window pools (MaxPool3d, AvgPool3d) share: kernel_size (required), stride
+-- (kernel_size by default) and padding (0) checked and kept in self as given, and the boolean
+-- options named in flags checked.
+local function pool_window_args(name, self, kernel_size, opts, flags)
+  if kernel_size == nil then error(name .. ": kernel_size is required", 0) end
+  triple(name, "kernel_size", kernel_size, 1)
+  self.kernel_size = kernel_size
+  self.stride = opts.stride or kernel_size
+  triple(name, "stride", self.stride, 1)
+  self.padding = opts.padding or 0
+  triple(name, "padding", self.padding, 0)
+  for _, k in ipairs(flags) do
+    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+      error(string.format("%s: %s must be true or false, got %s", name, k, type(opts[k])), 0)
+    end
+  end
+end
+
 -- nn.MaxPool3d(kernel_size [, {stride=kernel_size, padding=0, dilation=1,
 -- return_indices=false, ceil_mode=false}]). The arguments are kept as given (PyTorch's repr
 -- prints "kernel_size=2" for 2 and "(2, 2, 2)" for a tuple); vol.max_pool3d checks them
@@ -480,20 +498,9 @@ function MaxPool3d.new(kernel_size, opts)
   local name = "MaxPool3d"
   opts = check_opts(name, opts, pool_opts)
   local self = new(MaxPool3d)
-  if kernel_size == nil then error(name .. ": kernel_size is required", 0) end
-  triple(name, "kernel_size", kernel_size, 1)
-  self.kernel_size = kernel_size
-  self.stride = opts.stride or kernel_size
-  triple(name, "stride", self.stride, 1)
-  self.padding = opts.padding or 0
-  triple(name, "padding", self.padding, 0)
+  pool_window_args(name, self, kernel_size, opts, {"return_indices", "ceil_mode"})
   self.dilation = opts.dilation or 1
   triple(name, "dilation", self.dilation, 1)
-  for _, k in ipairs {"return_indices", "ceil_mode"} do
-    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
-      error(string.format("%s: %s must be true or false, got %s", name, k, type(opts[k])), 0)
-    end
-  end
   self.return_indices = opts.return_indices == true
   self.ceil_mode = opts.ceil_mode == true
   return self
@@ -834,18 +841,7 @@ function AvgPool3d.new(kernel_size, opts)
   opts = check_opts(name, opts, set_of {"stride", "padding", "ceil_mode", "count_include_pad",
                                         "divisor_override"})
   local self = new(AvgPool3d)
-  if kernel_size == nil then error(name .. ": kernel_size is required", 0) end
-  triple(name, "kernel_size", kernel_size, 1)
-  self.kernel_size = kernel_size
-  self.stride = opts.stride or kernel_size
-  triple(name, "stride", self.stride, 1)
-  self.padding = opts.padding or 0
-  triple(name, "padding", self.padding, 0)
-  for _, k in ipairs {"ceil_mode", "count_include_pad"} do
-    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
-      error(string.format("%s: %s must be true or false, got %s", name, k, type(opts[k])), 0)
-    end
-  end
+  pool_window_args(name, self, kernel_size, opts, {"ceil_mode", "count_include_pad"})
   self.ceil_mode = opts.ceil_mode == true
   self.count_include_pad = opts.count_include_pad ~= false
   local div = opts.divisor_override

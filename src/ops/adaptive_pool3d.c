@@ -48,9 +48,7 @@ int volua_adaptive_avg_pool3d(volua_tensor *out, const volua_tensor *x,
                               const volua_adaptive_pool3d_args *a, char *err) {
   volua_adaptive_pool3d_geom g;
   if (adaptive_resolve(&g, "adaptive_avg_pool3d", x, a, err)) return 1;
-  int64_t shape[5];
-  const int nd = volua_pool3d_output_shape(x, g.out, shape);
-  if (volua_tensor_alloc(out, nd, shape, VOLUA_FLOAT32, x->device, err)) return 1;
+  if (volua_pool3d_alloc(out, NULL, x, g.out, err)) return 1;
   if (volua_tensor_numel(out) == 0) return 0; /* an empty batch or output_size 0: empty */
 
   const float *xp = volua_tensor_f32(x);
@@ -79,13 +77,7 @@ int volua_adaptive_max_pool3d(volua_tensor *out, volua_tensor *indices, const vo
     return 1;
   }
   g.return_indices = a->return_indices != 0;
-  int64_t shape[5];
-  const int nd = volua_pool3d_output_shape(x, g.out, shape);
-  if (volua_tensor_alloc(out, nd, shape, VOLUA_FLOAT32, x->device, err)) return 1;
-  if (g.return_indices && volua_tensor_alloc(indices, nd, shape, VOLUA_INT64, x->device, err)) {
-    volua_tensor_free(out);
-    return 1;
-  }
+  if (volua_pool3d_alloc(out, g.return_indices ? indices : NULL, x, g.out, err)) return 1;
   if (volua_tensor_numel(out) == 0) return 0;
 
   const float *xp = volua_tensor_f32(x);

@@ -24,9 +24,7 @@ int volua_avg_pool3d(volua_tensor *out, const volua_tensor *x, const volua_avg_p
   g.count_include_pad = a->count_include_pad != 0;
   g.divisor_override = a->has_divisor_override ? a->divisor_override : 0;
 
-  int64_t shape[5];
-  const int nd = volua_pool3d_output_shape(x, g.pool.out, shape);
-  if (volua_tensor_alloc(out, nd, shape, VOLUA_FLOAT32, x->device, err)) return 1;
+  if (volua_pool3d_alloc(out, NULL, x, g.pool.out, err)) return 1;
   if (g.pool.planes == 0) return 0; /* an empty batch: an empty result, as PyTorch */
 
   const float *xp = volua_tensor_f32(x);

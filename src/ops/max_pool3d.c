@@ -25,13 +25,7 @@ int volua_max_pool3d(volua_tensor *out, volua_tensor *indices, const volua_tenso
   }
   g.return_indices = a->return_indices != 0;
 
-  int64_t shape[5];
-  const int nd = volua_pool3d_output_shape(x, g.out, shape);
-  if (volua_tensor_alloc(out, nd, shape, VOLUA_FLOAT32, x->device, err)) return 1;
-  if (g.return_indices && volua_tensor_alloc(indices, nd, shape, VOLUA_INT64, x->device, err)) {
-    volua_tensor_free(out);
-    return 1;
-  }
+  if (volua_pool3d_alloc(out, g.return_indices ? indices : NULL, x, g.out, err)) return 1;
   if (g.planes == 0) return 0; /* an empty batch: empty results, as PyTorch */
 
   const float *xp = volua_tensor_f32(x);

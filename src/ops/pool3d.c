@@ -183,9 +183,16 @@ int volua_pool3d_geom_resolve(volua_pool3d_geom *g, const char *fname, const vol
   return 0;
 }
 
-int volua_pool3d_output_shape(const volua_tensor *x, const int64_t out[3], int64_t shape[5]) {
+int volua_pool3d_alloc(volua_tensor *out, volua_tensor *indices, const volua_tensor *x,
+                       const int64_t size[3], char *err) {
+  int64_t shape[5];
   const int nd = x->ndim;
   for (int i = 0; i < nd - 3; i++) shape[i] = x->shape[i];
-  for (int i = 0; i < 3; i++) shape[nd - 3 + i] = out[i];
-  return nd;
+  for (int i = 0; i < 3; i++) shape[nd - 3 + i] = size[i];
+  if (volua_tensor_alloc(out, nd, shape, VOLUA_FLOAT32, x->device, err)) return 1;
+  if (indices && volua_tensor_alloc(indices, nd, shape, VOLUA_INT64, x->device, err)) {
+    volua_tensor_free(out);
+    return 1;
+  }
+  return 0;
 }
