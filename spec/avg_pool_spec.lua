@@ -1,6 +1,7 @@
 -- avg_pool_spec.lua: vol.avg_pool3d, vol.adaptive_avg_pool3d and vol.adaptive_max_pool3d on the
--- CPU against naive Lua pools in double (every option, unbatched inputs, NaN and inf), their
--- argument errors, the nn modules; then the GPU against the CPU on random shapes and options
+-- CPU against naive Lua pools in double (every option, unbatched inputs, NaN and inf; on the GPU
+-- too with VOLUA_TEST_DEVICE=cuda), their argument errors, the nn modules; then the GPU against
+-- the CPU on random shapes and options
 -- (pending without a GPU; VOLUA_GPU_SPEC_DEVICE=cpu runs that section's generators against the
 -- CPU itself). Run it on a GPU with VOLUA_POISON=1 (scripts/gpu_check.sh does) so that an output
 -- no thread wrote is NaN; VOLUA_SEED=n reproduces a run, VOLUA_GPU_TRIALS sets the random cases
@@ -11,6 +12,7 @@ local compare = require "spec.helpers.gpu_compare"
 local show = compare.show
 
 local inf, nan = math.huge, 0 / 0
+local device = os.getenv("VOLUA_TEST_DEVICE") or "cpu" -- where check_avg and check_adaptive run the ops
 
 -- -- helpers ----
 
@@ -163,12 +165,13 @@ local function out_shape(shape, out)
   return s
 end
 
--- vol.avg_pool3d on a random input of shape (edit applied to its list) against naive_avg.
+-- vol.avg_pool3d on a random input of shape (edit applied to its list), on `device`, against
+-- naive_avg.
 local function check_avg(shape, args, seed, edit)
   local xs = random_list(prod(shape), seed or 1)
   if edit then edit(xs) end
   local x = vol.tensor(xs):reshape(shape)
-  local got = vol.avg_pool3d(x, args)
+  local got = vol.avg_pool3d(x:to(device), args):cpu()
   local planes = prod({unpack(shape, 1, #shape - 3)})
   local want, out = naive_avg(values(x), planes, {unpack(shape, #shape - 2)}, args)
   assert.same(out_shape(shape, out), got.shape)
@@ -179,8 +182,8 @@ local function check_avg(shape, args, seed, edit)
   return got
 end
 
--- vol.adaptive_avg_pool3d / adaptive_max_pool3d against naive_adaptive; out as the naive sees
--- it (numbers), output_size as the call takes it (may have nil entries).
+-- vol.adaptive_avg_pool3d / adaptive_max_pool3d on `device` against naive_adaptive; out as the
+-- naive sees it (numbers), output_size as the call takes it (may have nil entries).
 local function check_adaptive(shape, output_size, seed, edit)
   local xs = random_list(prod(shape), seed or 1)
   if edit then edit(xs) end
@@ -195,14 +198,16 @@ local function check_adaptive(shape, output_size, seed, edit)
   local planes = prod({unpack(shape, 1, #shape - 3)})
   local xv = values(x)
 
-  local avg = vol.adaptive_avg_pool3d(x, output_size)
+  local xd = x:to(device)
+  local avg = vol.adaptive_avg_pool3d(xd, output_size):cpu()
   assert.same(out_shape(shape, out), avg.shape)
   local want = naive_adaptive(xv, planes, size, out, false)
   local g = values(avg)
   assert.equal(#want, #g)
   for i = 1, #want do assert_rounded(g[i], want[i], "mean " .. i) end
 
-  local mx, idx = vol.adaptive_max_pool3d(x, output_size, true)
+  local mx, idx = vol.adaptive_max_pool3d(xd, output_size, true)
+  mx, idx = mx:cpu(), idx:cpu()
   local wmax, widx = naive_adaptive(xv, planes, size, out, true)
   assert.same(out_shape(shape, out), mx.shape)
   assert.same(out_shape(shape, out), idx.shape)
@@ -212,8 +217,8 @@ local function check_adaptive(shape, output_size, seed, edit)
     assert_rounded(gm[i], wmax[i], "max " .. i) -- (a max is exact: rounding has nothing to do)
     assert(gi[i] == widx[i], ("index %d: got %s, want %s"):format(i, tostring(gi[i]), tostring(widx[i])))
   end
-  local alone = vol.adaptive_max_pool3d(x, output_size)
-  assert.equal(0, vol.max_abs_diff(alone, mx))
+  local alone = vol.adaptive_max_pool3d(xd, output_size)
+  assert.equal(0, vol.max_abs_diff(alone:cpu(), mx))
 end
 
 -- -- avg_pool3d on the CPU ----
