@@ -358,6 +358,9 @@ describe("activations: dtypes, clamp, maximum, minimum, errors (" .. device .. "
     assert.equal("int64", vol.minimum(i, i).dtype)
     assert.equal("float32", vol.maximum(i, 0.5).dtype)
     assert.same({0.5, 7}, vol.maximum(i, 0.5):cpu():table())
+    local big = vol.maximum(i, 1e30) -- a whole number past int64's range computes in float32
+    assert.equal("float32", big.dtype)
+    assert.same({vol.tensor({1e30}):item(), vol.tensor({1e30}):item()}, big:cpu():table())
     assert.equal("float32", vol.minimum(i, vol.tensor({1, 1}):to(device)).dtype)
     assert.same({-2, 1}, vol.minimum(i, vol.tensor({1, 1}):to(device)):cpu():table())
   end)

@@ -123,7 +123,9 @@ int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b
 
 int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volua_binop op,
                         int scalar_first, char *err) {
-  if (a->dtype == VOLUA_INT64 && (op == VOLUA_BIN_DIV || s != floor(s) || !isfinite(s))) {
+  /* (a whole scalar past int64's range, 1e30 say, computes in float32 too: the int64 cast would be
+   * undefined, and vol.maximum(ints, 1e30) must give 1e30) */
+  if (a->dtype == VOLUA_INT64 && (op == VOLUA_BIN_DIV || s != floor(s) || !(fabs(s) < 0x1p63))) {
     volua_tensor fa = {0};
     if (as_float(&fa, a, err)) return 1;
     int rc = volua_binary_scalar(out, &fa, s, op, scalar_first, err);
