@@ -57,8 +57,10 @@ int volua_cuda_binary(const volua_bcast_geom *g, int dt, const void *a, const vo
                       volua_binop op, cudaStream_t s, char *err);
 int volua_cuda_binary_scalar(int64_t n, int dt, const void *a, double v, void *y, volua_binop op,
                              int scalar_first, cudaStream_t s, char *err);
-int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua_unop op, cudaStream_t s,
-                     char *err);
+/* unary: neg, abs, relu and the activations (float32; CUDA's accurate float functions, within a
+ * few ulp of the CPU); int64: neg, abs, relu, clamp. p: the op's parameters; hardtanh arrives as clamp. */
+int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua_unop op,
+                     const volua_unary_args *p, cudaStream_t s, char *err);
 int volua_cuda_fill(int64_t n, int dt, void *y, double v, cudaStream_t s, char *err);
 int volua_cuda_convert(int64_t n, int dst_dt, void *dst, int src_dt, const void *src,
                        cudaStream_t s, char *err);

@@ -84,6 +84,10 @@ int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b
 int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volua_binop op,
                         int scalar_first, char *err);
 int volua_unary(volua_tensor *out, const volua_tensor *a, volua_unop op, char *err);
+/* -- activations and clamp: the unary family with its parameters (args may be NULL for the ops
+ * that take none); the dtype rules are torch's (src/ops/elementwise.c) ---- */
+int volua_unary_with_args(volua_tensor *out, const volua_tensor *a, volua_unop op,
+                          const volua_unary_args *args, char *err);
 int volua_fill(volua_tensor *t, double v, char *err);
 int volua_reduce_all(const volua_tensor *t, volua_reduce_op op, double *result, char *err);
 int volua_max_abs_diff(const volua_tensor *a, const volua_tensor *b, double *result, char *err);

@@ -244,6 +244,90 @@ vol.conv3d_group_norm_mean(x, conv_w, conv_b, num_groups, gn_w, gn_b
   group_norm(conv3d(x)) averaged over all but the batch dimension, in one fused pass.
   Example: y = vol.conv3d_group_norm_mean(x, w, b, 2, vol.ones({4}), vol.zeros({4}), {padding = 1})]==])
 
+-- activations and clamp (each also a method: x:gelu("tanh") is vol.gelu(x, "tanh")), maximum, minimum
+section("Activations and elementwise", "float32; each also a method, x:tanh() is vol.tanh(x)")
+doc("vol.tanh", [==[
+vol.tanh(x), x:tanh() -> tensor
+  tanh elementwise, as torch.tanh; int64 inputs give float32.
+  Example: y = vol.tanh(x)]==])
+doc("vol.sigmoid", [==[
+vol.sigmoid(x), x:sigmoid() -> tensor
+  1 / (1 + exp(-x)) elementwise, as torch.sigmoid (sigmoid(-1000) = 0); int64 gives float32.
+  Example: p = logits:sigmoid()]==])
+doc("vol.exp", [==[
+vol.exp(x), x:exp() -> tensor
+  e^x elementwise, as torch.exp; int64 inputs give float32.
+  Example: vol.exp(vol.zeros({3}))   -- ones]==])
+doc("vol.log", [==[
+vol.log(x), x:log() -> tensor
+  The natural logarithm, as torch.log: log(0) = -inf, log(x < 0) = NaN; int64 gives float32.
+  Example: vol.log(x:abs() + 1e-6)]==])
+doc("vol.sqrt", [==[
+vol.sqrt(x), x:sqrt() -> tensor
+  The square root, as torch.sqrt: NaN for x < 0; int64 inputs give float32.
+  Example: d = (a - b):abs():sqrt()]==])
+doc("vol.gelu", [==[
+vol.gelu(x [, approximate="none"]), x:gelu([approximate]) -> tensor
+  As F.gelu: x * 0.5 * (1 + erf(x / sqrt(2))) ("none"), or the tanh approximation
+  0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) ("tanh"). float32 only.
+  Example: y = vol.gelu(x, "tanh")]==])
+doc("vol.silu", [==[
+vol.silu(x), x:silu() -> tensor
+  As F.silu: x / (1 + exp(-x)) (x * sigmoid(x)); NaN at -inf, as PyTorch. float32 only.
+  Example: y = x:silu()]==])
+doc("vol.mish", [==[
+vol.mish(x), x:mish() -> tensor
+  As F.mish: x * tanh(softplus(x)); NaN at -inf, as PyTorch. float32 only.
+  Example: y = x:mish()]==])
+doc("vol.softplus", [==[
+vol.softplus(x [, beta=1 [, threshold=20]]) -> tensor
+  As F.softplus: log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
+  float32 only.
+  Example: y = vol.softplus(x, 2, 10)]==])
+doc("vol.elu", [==[
+vol.elu(x [, alpha=1]) -> tensor
+  As F.elu: x for x > 0, alpha * (exp(x) - 1) otherwise. float32 only.
+  Example: y = x:elu(0.5)]==])
+doc("vol.leaky_relu", [==[
+vol.leaky_relu(x [, negative_slope=0.01]) -> tensor
+  As F.leaky_relu: x for x > 0, negative_slope * x otherwise. float32 only.
+  Example: y = x:leaky_relu(0.2)]==])
+doc("vol.hardtanh", [==[
+vol.hardtanh(x [, min_val=-1 [, max_val=1]]) -> tensor
+  As F.hardtanh: clamp(x, min_val, max_val); on int64 the bounds are truncated to integers and
+  the result stays int64, as PyTorch.
+  Example: y = x:hardtanh(0, 6)   -- relu6]==])
+doc("vol.hardswish", [==[
+vol.hardswish(x), x:hardswish() -> tensor
+  As F.hardswish: x * min(max(x + 3, 0), 6) / 6 (NaN at -inf, as PyTorch). float32 only.
+  Example: y = x:hardswish()]==])
+doc("vol.hardsigmoid", [==[
+vol.hardsigmoid(x), x:hardsigmoid() -> tensor
+  As F.hardsigmoid: min(max(x + 3, 0), 6) / 6. float32 only.
+  Example: y = x:hardsigmoid()]==])
+doc("vol.clamp", [==[
+vol.clamp(x, min, max), x:clamp(min, max) -> tensor
+  As torch.clamp: min(max(x, min), max); either bound may be nil (not both); NaN stays NaN;
+  min > max gives max. int64 stays int64 with whole bounds (a fractional one gives float32).
+  Example: y = x:clamp(0, nil)   -- relu; x:clamp(nil, 1)]==])
+doc("vol.relu", [==[
+vol.relu(x), x:relu() -> tensor
+  max(x, 0) elementwise, as torch.relu (NaN stays NaN); int64 stays int64.
+  Example: y = vol.relu(x)]==])
+doc("vol.abs", [==[
+vol.abs(x), x:abs() -> tensor
+  |x| elementwise, as torch.abs.
+  Example: vol.abs(a - b):max()]==])
+doc("vol.maximum", [==[
+vol.maximum(a, b) -> tensor
+  The elementwise larger of a and b, as torch.maximum: broadcasting, NaN propagates; either may
+  be a number (a 0-dim scalar); dtypes as the arithmetic's (int64 with float32 gives float32).
+  Example: y = vol.maximum(x, 0)]==])
+doc("vol.minimum", [==[
+vol.minimum(a, b) -> tensor
+  The elementwise smaller of a and b, as torch.minimum (broadcasting, NaN propagates).
+  Example: y = vol.minimum(x, vol.full({1, 4, 1, 1, 1}, 2))]==])
+
 section("Devices and math")
 doc("vol.cuda_available", [==[
 vol.cuda_available() -> boolean

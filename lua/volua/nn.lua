@@ -577,6 +577,145 @@ end
 
 function ReLU:extra_repr() return self.inplace and "inplace=True" or "" end
 
+-- -- activations (Tanh, Sigmoid, GELU, SiLU, Mish, Softplus, ELU, LeakyReLU, Hardtanh, Hardswish,
+-- Hardsigmoid): PyTorch's constructor arguments, in its order, defaults and repr; each forward is
+-- the vol function of the same name. inplace, where PyTorch takes it, is accepted and the result is
+-- always new (as nn.ReLU). ----
+
+local function check_input(name, x)
+  if not is_tensor(x) then error(name .. ": input must be a tensor, got " .. type(x), 0) end
+end
+
+-- Makes activation class `name`: params lists its numeric constructor arguments {key, default}
+-- in PyTorch's order, then an inplace flag when `inplace`; forward is apply(self, x); extra_repr
+-- gives what PyTorch's extra_repr prints (nil: nothing); check(self) may reject the arguments.
+local function activation(name, params, inplace, apply, extra_repr, check)
+  local c = class(name)
+  nn[name] = c
+  function c.new(...)
+    local self = new(c)
+    local n = select("#", ...)
+    local most = #params + (inplace and 1 or 0)
+    if n > most then
+      error(string.format("%s: takes at most %d argument%s, got %d", name, most, most == 1 and "" or "s", n), 0)
+    end
+    for i, p in ipairs(params) do
+      local v = select(i, ...)
+      if v == nil then v = p[2] end
+      if type(v) ~= "number" then
+        error(string.format("%s: %s must be a number, got %s", name, p[1], is_tensor(v) and "tensor" or type(v)), 0)
+      end
+      self[p[1]] = v
+    end
+    if inplace then
+      local v = select(#params + 1, ...)
+      if v ~= nil and type(v) ~= "boolean" then
+        error(name .. ": inplace must be true or false, got " .. type(v), 0)
+      end
+      self.inplace = v == true
+    end
+    if check then check(self) end
+    return self
+  end
+  function c:forward(x)
+    check_input(name, x)
+    return apply(self, x)
+  end
+  if extra_repr then c.extra_repr = extra_repr end
+  getmetatable(c).__call = function(_, ...) return c.new(...) end
+  return c
+end
+
+-- Python's repr of a float as PyTorch's extra_repr prints it: 20.0, not float_repr's 2e+01 (Python
+-- writes whole numbers below 1e16 in full).
+local function py_float(x)
+  if x == math.floor(x) and math.abs(x) < 1e16 then return string.format("%.1f", x) end
+  return float_repr(x)
+end
+
+local function inplace_repr(self) return self.inplace and "inplace=True" or "" end
+local function and_inplace(self) return self.inplace and ", inplace=True" or "" end
+
+activation("Tanh", {}, false, function(_, x) return vol.tanh(x) end)
+activation("Sigmoid", {}, false, function(_, x) return vol.sigmoid(x) end)
+activation("SiLU", {}, true, function(_, x) return vol.silu(x) end, inplace_repr)
+activation("Mish", {}, true, function(_, x) return vol.mish(x) end, inplace_repr)
+activation("Hardswish", {}, true, function(_, x) return vol.hardswish(x) end)
+activation("Hardsigmoid", {}, true, function(_, x) return vol.hardsigmoid(x) end)
+activation("Softplus", {{"beta", 1.0}, {"threshold", 20.0}}, false,
+           function(self, x) return vol.softplus(x, self.beta, self.threshold) end,
+           function(self)
+             return "beta=" .. py_float(self.beta) .. ", threshold=" .. py_float(self.threshold)
+           end)
+activation("ELU", {{"alpha", 1.0}}, true, function(self, x) return vol.elu(x, self.alpha) end,
+           function(self) return "alpha=" .. py_float(self.alpha) .. and_inplace(self) end)
+activation("LeakyReLU", {{"negative_slope", 0.01}}, true,
+           function(self, x) return vol.leaky_relu(x, self.negative_slope) end,
+           function(self) return "negative_slope=" .. py_float(self.negative_slope) .. and_inplace(self) end)
+activation("Hardtanh", {{"min_val", -1.0}, {"max_val", 1.0}}, true,
+           function(self, x) return vol.hardtanh(x, self.min_val, self.max_val) end,
+           function(self)
+             return "min_val=" .. py_float(self.min_val) .. ", max_val=" .. py_float(self.max_val) ..
+               and_inplace(self)
+           end,
+           function(self) -- PyTorch's constructor asserts max_val > min_val
+             if not (self.max_val > self.min_val) then
+               error(string.format("Hardtanh: max_val (%s) must be greater than min_val (%s)",
+                                   py_float(self.max_val), py_float(self.min_val)), 0)
+             end
+           end)
+
+-- nn.GELU([approximate="none"]): "none" (erf) or "tanh".
+local GELU = class("GELU")
+nn.GELU = GELU
+function GELU.new(approximate, ...)
+  if select("#", ...) > 0 then error("GELU: takes at most 1 argument, got " .. (select("#", ...) + 1), 0) end
+  if approximate == nil then approximate = "none" end
+  if approximate ~= "none" and approximate ~= "tanh" then
+    error(string.format("GELU: approximate must be \"none\" or \"tanh\", got %s",
+                        type(approximate) == "string" and ('"' .. approximate .. '"') or type(approximate)), 0)
+  end
+  local self = new(GELU)
+  self.approximate = approximate
+  return self
+end
+function GELU:forward(x)
+  check_input("GELU", x)
+  return vol.gelu(x, self.approximate)
+end
+function GELU:extra_repr() return "approximate='" .. self.approximate .. "'" end
+getmetatable(GELU).__call = function(_, ...) return GELU.new(...) end
+
+do -- help texts for the activation modules
+  local ok, help = pcall(require, "volua.help")
+  if ok and type(help) == "table" and type(help.register) == "function" then
+    help.register(nn.Tanh, "nn.Tanh(): vol.tanh(x) as a module, as torch.nn.Tanh.")
+    help.register(nn.Sigmoid, "nn.Sigmoid(): vol.sigmoid(x) = 1 / (1 + exp(-x)) as a module, as torch.nn.Sigmoid.")
+    help.register(nn.GELU, [==[
+nn.GELU([approximate="none"])
+  vol.gelu(x, approximate) as a module, as torch.nn.GELU: "none" uses erf, "tanh" the tanh
+  approximation. repr GELU(approximate='none').]==])
+    help.register(nn.SiLU, "nn.SiLU([inplace=false]): vol.silu(x) = x * sigmoid(x) as a module, as torch.nn.SiLU.")
+    help.register(nn.Mish, "nn.Mish([inplace=false]): vol.mish(x) = x * tanh(softplus(x)) as a module, as torch.nn.Mish.")
+    help.register(nn.Softplus, [==[
+nn.Softplus([beta=1.0 [, threshold=20.0]])
+  vol.softplus(x, beta, threshold) = log(1 + exp(beta * x)) / beta (x itself where beta * x >
+  threshold) as a module, as torch.nn.Softplus.]==])
+    help.register(nn.ELU, [==[
+nn.ELU([alpha=1.0 [, inplace=false]])
+  vol.elu(x, alpha): x for x > 0, alpha * (exp(x) - 1) otherwise, as torch.nn.ELU.]==])
+    help.register(nn.LeakyReLU, [==[
+nn.LeakyReLU([negative_slope=0.01 [, inplace=false]])
+  vol.leaky_relu(x, negative_slope): x for x > 0, negative_slope * x otherwise, as torch.nn.LeakyReLU.]==])
+    help.register(nn.Hardtanh, [==[
+nn.Hardtanh([min_val=-1.0 [, max_val=1.0 [, inplace=false]]])
+  vol.hardtanh(x, min_val, max_val) = clamp(x, min_val, max_val), as torch.nn.Hardtanh
+  (max_val must be greater than min_val).]==])
+    help.register(nn.Hardswish, "nn.Hardswish([inplace=false]): vol.hardswish(x) = x * clamp(x + 3, 0, 6) / 6, as torch.nn.Hardswish.")
+    help.register(nn.Hardsigmoid, "nn.Hardsigmoid([inplace=false]): vol.hardsigmoid(x) = clamp(x + 3, 0, 6) / 6, as torch.nn.Hardsigmoid.")
+  end
+end
+
 -- -- Mean (volua's: PyTorch writes x.mean(dim=...) in forward) ----
 
 local Mean = class("Mean")

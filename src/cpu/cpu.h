@@ -28,7 +28,10 @@ int volua_cpu_binary(const volua_bcast_geom *g, int dt, const void *a, const voi
                      volua_binop op);
 int volua_cpu_binary_scalar(int64_t n, int dt, const void *a, double s, void *y, volua_binop op,
                             int scalar_first);
-int volua_cpu_unary(int64_t n, int dt, const void *a, void *y, volua_unop op);
+/* unary: neg, abs, relu and the activations (float32, in double, rounded once); int64: neg, abs,
+ * relu, clamp. p: the op's parameters (op_params.h); hardtanh arrives as clamp. */
+int volua_cpu_unary(int64_t n, int dt, const void *a, void *y, volua_unop op,
+                    const volua_unary_args *p);
 int volua_cpu_fill(int64_t n, int dt, void *y, double v);
 double volua_cpu_reduce(int64_t n, int dt, const void *a, volua_reduce_op op);
 double volua_cpu_max_abs_diff(int64_t n, int dt, const void *a, const void *b);
