@@ -680,3 +680,279 @@ describe("nn BatchNorm3d, InstanceNorm3d, LayerNorm", function()
     assert.equal("cpu", m.running_var.device)
   end)
 end)
+
+-- -- GPU against CPU ----
+-- Random shapes from a seeded generator (each run draws a seed and prints it; VOLUA_SEED=n
+-- reproduces it), NaN and inf sprinkled in, means far off zero, the running statistics compared
+-- after their update; fixed shapes reach each kernel path of kernels/batch_norm.cu and
+-- layer_norm.cu. VOLUA_NORMS_SPEC_DEVICE=cpu runs it all against the CPU itself (a self-test).
+
+local target = os.getenv("VOLUA_NORMS_SPEC_DEVICE") or "cuda"
+
+describe("GPU against CPU: batch_norm, instance_norm, layer_norm", function()
+  if target == "cuda" and not vol.cuda_available() then
+    local _, reason = vol.cuda_info()
+    pending("no GPU: " .. tostring(reason))
+    return
+  end
+  local TRIALS = tonumber(os.getenv("VOLUA_GPU_TRIALS")) or 25
+  local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
+  print(("# norms_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(SEED, SEED, target))
+
+  -- Park-Miller, exact in doubles: busted's own use of math.random cannot move the cases
+  local function generator(seed)
+    local s = seed % 2147483646 + 1
+    local r = {}
+    local function next_value()
+      s = (s * 48271) % 2147483647
+      return s
+    end
+    function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
+    function r.chance(p) return next_value() / 2147483647 < p end
+    function r.pick(t) return t[r.int(1, #t)] end
+    function r.seed() return r.int(1, 2 ^ 30) end
+    return r
+  end
+
+  local function show(v)
+    if type(v) == "userdata" then return "tensor" .. show(v.shape) end
+    if type(v) == "table" then
+      local parts, keys = {}, {}
+      for k in pairs(v) do keys[#keys + 1] = k end
+      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+      for _, k in ipairs(keys) do
+        parts[#parts + 1] = (type(k) == "number" and "" or (tostring(k) .. "=")) .. show(v[k])
+      end
+      return "{" .. table.concat(parts, ", ") .. "}"
+    end
+    return tostring(v)
+  end
+
+  -- got (on the target) against want (on the CPU): shape, allclose at fp32 tolerance, NaN = NaN
+  local function same_as_cpu(got, want, what)
+    assert.equal(target, got.device, what .. ": on the wrong device")
+    local g = got:cpu()
+    assert.same(want.shape, g.shape, what .. ": shape")
+    assert.is_true(vol.allclose(g, want, {rtol = RTOL, atol = ATOL, equal_nan = true}),
+                   ("%s: not close to the CPU, max_abs_diff %s"):format(what, tostring(vol.max_abs_diff(g, want))))
+  end
+
+  -- results are lists of tensors (nil entries allowed: absent running statistics)
+  local function same_lists(got, want, what)
+    for i = 1, 3 do
+      if want[i] then same_as_cpu(got[i], want[i], what .. " result " .. i)
+      else assert.is_nil(got[i], what .. " result " .. i) end
+    end
+  end
+
+  -- Draws a case with gen(r) until the CPU accepts it (its checks are PyTorch's), then runs it on
+  -- the target and compares.
+  local function random_trials(name, salt, gen, run)
+    for trial = 1, TRIALS do
+      local r = generator(SEED * 7919 + salt * 1000003 + trial)
+      local case, want
+      for _ = 1, 200 do
+        case = gen(r)
+        local ok, res = pcall(run, case, "cpu")
+        if ok then want = res break end
+      end
+      assert(want, name .. ": the generator found no valid case in 200 draws")
+      local what = ("%s trial %d (VOLUA_SEED=%d) %s"):format(name, trial, SEED, show(case))
+      local ok, got = pcall(run, case, target)
+      assert.is_true(ok, what .. ": raised " .. tostring(got))
+      same_lists(got, want, what)
+    end
+  end
+
+  local function data(shape, seed, offset)
+    local t = vol.randn(shape, {seed = seed})
+    if offset and offset ~= 0 then t = t + offset end
+    return t
+  end
+
+  local function sprinkle(t, r, count)
+    for _ = 1, count do
+      local idx = {}
+      for i, n in ipairs(t.shape) do idx[i] = r.int(1, n) end
+      if #idx > 0 and t:numel() > 0 then t:set(r.pick({nan, nan, -inf, inf}), unpack(idx)) end
+    end
+    return t
+  end
+
+  -- spatial sizes: short runs (the value-by-value kernels) and runs of 256 or more (float4 walks)
+  local function spatial(r, shape, most)
+    for _ = 1, r.int(0, most) do shape[#shape + 1] = r.pick({1, 2, 3, 5, 7, 9, 16, 17, 33}) end
+    return shape
+  end
+
+  local function copy_to(t, device) return t and t:to(device) or nil end -- a fresh copy each run
+
+  it("batch_norm on random shapes, training and eval, running statistics updated", function()
+    random_trials("batch_norm", 1, function(r)
+      local shape = spatial(r, {r.int(1, 4), r.int(1, 5)}, 3)
+      local C = shape[2]
+      local x = data(shape, r.seed(), r.chance(0.3) and 1000 or 0)
+      if r.chance(0.2) then sprinkle(x, r, r.int(1, 3)) end
+      local training = r.chance(0.6)
+      local running = not training or r.chance(0.7)
+      return {shape = shape, x = x, training = training, momentum = r.pick({0.1, 0.5, 1, 0}),
+              eps = r.pick({1e-5, 1e-3, 0.1}),
+              rm = running and data({C}, r.seed()) or nil,
+              rv = running and (data({C}, r.seed()):abs() + 0.5) or nil,
+              w = r.chance(0.6) and data({C}, r.seed()) or nil, b = r.chance(0.6) and data({C}, r.seed()) or nil}
+    end, function(c, d)
+      local rm, rv = copy_to(c.rm, d), copy_to(c.rv, d)
+      local y = vol.batch_norm(c.x:to(d), rm, rv, copy_to(c.w, d), copy_to(c.b, d), c.training, c.momentum, c.eps)
+      return {y, rm, rv}
+    end)
+  end)
+
+  it("instance_norm on random shapes, input or running statistics", function()
+    random_trials("instance_norm", 2, function(r)
+      local shape = spatial(r, {r.int(1, 4), r.int(1, 5), r.pick({2, 3, 7, 300})}, 2)
+      local C = shape[2]
+      local x = data(shape, r.seed(), r.chance(0.3) and 500 or 0)
+      if r.chance(0.2) then sprinkle(x, r, r.int(1, 3)) end
+      local use_input_stats = r.chance(0.7)
+      local running = not use_input_stats or r.chance(0.6)
+      return {shape = shape, x = x, use_input_stats = use_input_stats, momentum = r.pick({0.1, 0.5, 1}),
+              eps = r.pick({1e-5, 1e-2}),
+              rm = running and data({C}, r.seed()) or nil,
+              rv = running and (data({C}, r.seed()):abs() + 0.5) or nil,
+              w = r.chance(0.5) and data({C}, r.seed()) or nil, b = r.chance(0.5) and data({C}, r.seed()) or nil}
+    end, function(c, d)
+      local rm, rv = copy_to(c.rm, d), copy_to(c.rv, d)
+      local y = vol.instance_norm(c.x:to(d), {running_mean = rm, running_var = rv, weight = copy_to(c.w, d),
+                                             bias = copy_to(c.b, d), use_input_stats = c.use_input_stats,
+                                             momentum = c.momentum, eps = c.eps})
+      return {y, rm, rv}
+    end)
+  end)
+
+  it("layer_norm on random shapes: short rows (a warp a row) and long ones (chunked)", function()
+    random_trials("layer_norm", 3, function(r)
+      local rank = r.int(1, 5)
+      local shape = {}
+      for i = 1, rank do shape[i] = r.pick({1, 2, 3, 5, 8, 13, 31, 64}) end
+      if r.chance(0.3) then shape[rank] = r.pick({1000, 1024, 1025, 1500, 4099}) end
+      local nnorm = r.int(1, math.min(3, rank))
+      local ns = {}
+      for i = 1, nnorm do ns[i] = shape[rank - nnorm + i] end
+      local x = data(shape, r.seed(), r.chance(0.3) and 1e4 or 0)
+      if r.chance(0.2) then sprinkle(x, r, r.int(1, 3)) end
+      return {shape = shape, ns = ns, x = x, eps = r.pick({1e-5, 1e-3}),
+              w = r.chance(0.6) and data(ns, r.seed()) or nil, b = r.chance(0.6) and data(ns, r.seed()) or nil}
+    end, function(c, d)
+      return {vol.layer_norm(c.x:to(d), c.ns, copy_to(c.w, d), copy_to(c.b, d), c.eps)}
+    end)
+  end)
+
+  it("fixed shapes: channels in many chunks, short runs, long rows, means far off zero", function()
+    local cases = {
+      {op = "bn", shape = {3, 2, 40, 40, 41}, offset = 1e4},  -- 196800 values a channel in runs of 65600
+      {op = "bn", shape = {2000, 3, 7}, offset = 100},        -- runs of 7: value by value, many chunks
+      {op = "bn", shape = {20000, 5}, offset = 0},            -- (N, C): runs of one value
+      {op = "bn", shape = {4, 6, 5, 11, 13}, offset = 0},     -- runs of 715: odd starts
+      {op = "in", shape = {2, 3, 40, 40, 40}, offset = 50},   -- instances of 64000
+      {op = "in", shape = {8, 16, 5, 5, 5}, offset = 0},
+      {op = "ln", shape = {300, 1024}, offset = 0},           -- the last warp-a-row size
+      {op = "ln", shape = {3, 1025}, offset = 1e5},           -- the first chunked one
+      {op = "ln", shape = {2, 100003}, offset = 0},           -- rows in many chunks
+      {op = "ln", shape = {7, 3, 4097}, ns = {3, 4097}, offset = 3},
+    }
+    for i, c in ipairs(cases) do
+      local x = data(c.shape, SEED + i, c.offset)
+      local C = c.shape[2]
+      local what = "fixed " .. show(c)
+      for _, training in ipairs({true, false}) do
+        if c.op == "bn" then
+          local rm, rv, w, b = data({C}, SEED + 10 + i), data({C}, SEED + 20 + i):abs() + 0.1, data({C}, SEED + 30 + i),
+                               data({C}, SEED + 40 + i)
+          local grm, grv = rm:to(target), rv:to(target)
+          local got = vol.batch_norm(x:to(target), grm, grv, w:to(target), b:to(target), training, 0.3)
+          local want = vol.batch_norm(x, rm, rv, w, b, training, 0.3)
+          same_lists({got, grm, grv}, {want, rm, rv}, what .. " training " .. tostring(training))
+        elseif c.op == "in" then
+          local rm, rv = data({C}, SEED + 10 + i), data({C}, SEED + 20 + i):abs() + 0.1
+          local grm, grv = rm:to(target), rv:to(target)
+          local got = vol.instance_norm(x:to(target), {running_mean = grm, running_var = grv, use_input_stats = training})
+          local want = vol.instance_norm(x, {running_mean = rm, running_var = rv, use_input_stats = training})
+          same_lists({got, grm, grv}, {want, rm, rv}, what .. " use_input_stats " .. tostring(training))
+        else
+          local ns = c.ns or {c.shape[#c.shape]}
+          local w, b = training and data(ns, SEED + 10 + i) or nil, training and data(ns, SEED + 20 + i) or nil
+          same_as_cpu(vol.layer_norm(x:to(target), ns, copy_to(w, target), copy_to(b, target)),
+                      vol.layer_norm(x, ns, w, b), what .. " affine " .. tostring(training))
+        end
+      end
+    end
+  end)
+
+  it("empty tensors on the device", function()
+    local rm, rv = vol.zeros({3}, {device = target}), vol.ones({3}, {device = target})
+    assert.same({0, 3, 4}, vol.batch_norm(vol.zeros({0, 3, 4}, {device = target}), rm, rv, nil, nil, true).shape)
+    assert.same({0, 0, 0}, rm:cpu():table())
+    assert.same({2, 0, 4}, vol.batch_norm(vol.zeros({2, 0, 4}, {device = target}), nil, nil, nil, nil, true).shape)
+    assert.same({0, 3, 4}, vol.instance_norm(vol.zeros({0, 3, 4}, {device = target}), {running_mean = rm}).shape)
+    assert.same({0, 5}, vol.layer_norm(vol.zeros({0, 5}, {device = target}), 5).shape)
+    assert.same({4, 0}, vol.layer_norm(vol.zeros({4, 0}, {device = target}), 0).shape)
+  end)
+
+  it("nn modules on the device: BatchNorm3d train then eval, InstanceNorm3d with running statistics", function()
+    local x1, x2, x3 = data({2, 3, 4, 5, 6}, SEED + 61, 3), data({2, 3, 4, 5, 6}, SEED + 62), data({1, 3, 4, 5, 6}, SEED + 63)
+    for _, make in ipairs({function() return nn.BatchNorm3d(3, {momentum = false}) end,
+                           function() return nn.InstanceNorm3d(3, {track_running_stats = true, affine = true}) end}) do
+      local mc, mg = make(), make():to(target)
+      same_as_cpu(mg(x1:to(target)), mc(x1), tostring(mc) .. " step 1")
+      same_as_cpu(mg(x2:to(target)), mc(x2), tostring(mc) .. " step 2")
+      same_as_cpu(mg.running_mean, mc.running_mean, tostring(mc) .. " running_mean")
+      same_as_cpu(mg.running_var, mc.running_var, tostring(mc) .. " running_var")
+      mc:eval()
+      mg:eval()
+      same_as_cpu(mg(x3:to(target)), mc(x3), tostring(mc) .. " eval")
+    end
+  end)
+end)
+
+describe("GPU large tensors for batch_norm and layer_norm (VOLUA_TEST_LARGE=1)", function()
+  if target ~= "cuda" or not vol.cuda_available() or os.getenv("VOLUA_TEST_LARGE") ~= "1" then
+    pending("set VOLUA_TEST_LARGE=1 on a GPU with 40 GB or more to run them")
+    return
+  end
+  local function full_gc()
+    collectgarbage("collect")
+    collectgarbage("collect")
+  end
+  local function check(name, shape, f)
+    local x = vol.rand(shape, {seed = 7, device = "cuda"}) + 100 -- a large mean
+    full_gc()
+    local got, grm, grv = f(x)
+    local xc = x:cpu()
+    x = nil
+    full_gc()
+    local want, rm, rv = f(xc)
+    xc = nil
+    full_gc()
+    local last = {}
+    for i, n in ipairs(shape) do last[i] = n end
+    assert.is_true(math.abs(got:get(unpack(last)) - want:get(unpack(last))) <= 1e-4, name .. ": the last element")
+    local wg = want:cuda()
+    assert.is_true(vol.allclose(got, wg, {rtol = RTOL, atol = ATOL}),
+                   name .. ": max_abs_diff " .. tostring(vol.max_abs_diff(got, wg)))
+    if rm then
+      assert.is_true(vol.allclose(grm:cpu(), rm, {rtol = RTOL, atol = ATOL}), name .. ": running_mean")
+      assert.is_true(vol.allclose(grv:cpu(), rv, {rtol = RTOL, atol = ATOL}), name .. ": running_var")
+    end
+  end
+
+  it("batch_norm training on (2, 4, 1024, 1024, 257): 2.16 G elements, past 2^31", function()
+    check("batch_norm", {2, 4, 1024, 1024, 257}, function(x)
+      local rm, rv = vol.zeros({4}, {device = x.device}), vol.ones({4}, {device = x.device})
+      return vol.batch_norm(x, rm, rv, nil, nil, true), rm, rv
+    end)
+  end)
+
+  it("layer_norm on (3, 2^30 + 7): rows past 2^30 values, elements past 2^31", function()
+    check("layer_norm", {3, 2 ^ 30 + 7}, function(x) return vol.layer_norm(x, 2 ^ 30 + 7) end)
+  end)
+end)
