@@ -16,9 +16,9 @@
 //   them), then normalises its chunk, which L2 may still hold (ncu on (8, 64, 32, 64, 64): 68 % of
 //   the second read of x came from L2).
 // - three kernels (larger groups, or VOLUA_GN_FUSED=0): gn_stats_kernel (the chunks' moments),
-//   gn_finish_kernel (a group's fold), gn_apply_kernel (a block a chunk of one (sample, channel)
-//   row, so that the row's mean, rstd, weight and bias are one load each; float4s, four in flight
-//   a thread). x is read twice, as PyTorch's kernels read it.
+//   volua_channel_finish_kernel (a group's fold, norm_moments.cuh), gn_apply_kernel (a block a
+//   chunk of one (sample, channel) row, so that the row's mean, rstd, weight and bias are one load
+//   each; float4s, four in flight a thread). x is read twice, as PyTorch's kernels read it.
 // (The first version read x three times, one float at a time, and divided a 64-bit index by S and
 // by C for every value of the apply pass: bench/NOTES.md, thirty-fifth session.)
 #include <math.h>
@@ -49,25 +49,6 @@ static __global__ void __launch_bounds__(GN_THREADS, 4)
     const int64_t len = lo + chunk < M ? chunk : M - lo;
     const volua_moments a = volua_moments_block_fold(volua_run_moments(x + grp * M + lo, len), scratch);
     if (threadIdx.x == 0) part[task] = a;
-  }
-}
-
-// Block per group: its bpg chunk states folded (threads strided over them, then the block), then
-// mean and 1 / sqrt(var + eps) as the CPU computes them.
-static __global__ void gn_finish_kernel(int64_t count, int64_t bpg, double eps, const volua_moments *__restrict__ part,
-                                        double *__restrict__ mean, double *__restrict__ rstd) {
-  __shared__ volua_moments scratch[32];
-  for (int64_t grp = blockIdx.x; grp < count; grp += gridDim.x) {
-    volua_moments a = {0.0, 0.0, 0.0};
-    for (int64_t k = threadIdx.x; k < bpg; k += blockDim.x) {
-      const volua_moments b = part[grp * bpg + k];
-      if (b.n > 0) volua_moments_fold(a, b.n, b.mean, b.m2);
-    }
-    a = volua_moments_block_fold(a, scratch);
-    if (threadIdx.x == 0) {
-      mean[grp] = a.mean;
-      rstd[grp] = volua_moments_rstd(a, eps);
-    }
   }
 }
 
@@ -275,7 +256,8 @@ static int launch_group_norm(const volua_group_norm_geom *g, const float *x, con
   gn_stats_kernel<<<sgrid, GN_THREADS, 0, s>>>(x, M, tasks, bpg, chunk, part);
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) {
-    gn_finish_kernel<<<fgrid, GN_THREADS, 0, s>>>(count, bpg, g->eps, part, mean, rstd);
+    // (a group's fold is a channel's of norm_moments.cuh, without running statistics)
+    volua_channel_finish_kernel<<<fgrid, GN_THREADS, 0, s>>>(count, bpg, g->eps, 0.0, part, mean, rstd, NULL, NULL);
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) {
