@@ -72,6 +72,15 @@ int volua_cuda_max_abs_diff(int64_t n, int dt, const void *a, const void *b, dou
 int volua_cuda_allclose(int64_t n, int dt, const void *a, const void *b, double rtol, double atol,
                         int equal_nan, int *result, cudaStream_t s, char *err);
 
+/* batch_norm.cu (batch_norm, and instance_norm's running-statistics update) and layer_norm.cu: as
+ * their CPU twins in src/cpu/cpu.h. */
+int volua_cuda_batch_norm(const volua_batch_norm_geom *g, const float *x, const float *w, const float *b,
+                          float *running_mean, float *running_var, float *y, cudaStream_t s, char *err);
+int volua_cuda_instance_norm_update(const volua_batch_norm_geom *g, const float *x, float *running_mean,
+                                    float *running_var, cudaStream_t s, char *err);
+int volua_cuda_layer_norm(const volua_layer_norm_geom *g, const float *x, const float *w, const float *b,
+                          float *y, cudaStream_t s, char *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -103,4 +103,22 @@ typedef struct volua_bcast_geom {
   int64_t stride_a[8], stride_b[8];
   int64_t numel;
 } volua_bcast_geom;
+
+/* -- batch_norm, instance_norm, layer_norm (the norm family beside group_norm) ---- */
+
+/* batch_norm, and instance_norm's running statistics: x viewed as (N, C, S), S the product of the
+ * dims after C; a channel's statistics cover its N runs of S values (an instance's: one run). */
+typedef struct volua_batch_norm_geom {
+  int64_t N, C, S;
+  double eps;
+  double momentum; /* running = momentum * batch statistic + (1 - momentum) * running, as torch */
+  int training;    /* 1: the batch's statistics (the running ones updated where given); 0: the running ones */
+} volua_batch_norm_geom;
+
+/* layer_norm: x viewed as (rows, cols), each row normalised over its cols values (the trailing
+ * normalized_shape); weight and bias have cols values, applied elementwise. */
+typedef struct volua_layer_norm_geom {
+  int64_t rows, cols;
+  double eps;
+} volua_layer_norm_geom;
 #endif

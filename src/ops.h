@@ -101,4 +101,20 @@ void volua_manual_seed(uint64_t seed);
 void volua_set_math(volua_math_mode m);
 volua_math_mode volua_get_math(void);
 
+/* -- batch_norm, instance_norm, layer_norm (src/ops/batch_norm.c, instance_norm.c, layer_norm.c) ---- */
+
+/* F.batch_norm: running_mean / running_var (C values each, or NULL; required when !training) are
+ * updated in place when training (momentum as torch's; the variance unbiased). */
+int volua_batch_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *running_mean,
+                     volua_tensor *running_var, const volua_tensor *weight, const volua_tensor *bias,
+                     int training, double momentum, double eps, char *err);
+/* F.instance_norm: with use_input_stats, group_norm with C groups (and the running statistics, where
+ * given, updated with the batch's mean of the instances' statistics); without, batch_norm's eval. */
+int volua_instance_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *running_mean,
+                        volua_tensor *running_var, const volua_tensor *weight, const volua_tensor *bias,
+                        int use_input_stats, double momentum, double eps, char *err);
+/* F.layer_norm over the trailing nnorm dims, which must equal normalized_shape[0 .. nnorm). */
+int volua_layer_norm(volua_tensor *out, const volua_tensor *x, int nnorm, const int64_t *normalized_shape,
+                     const volua_tensor *weight, const volua_tensor *bias, double eps, char *err);
+
 #endif

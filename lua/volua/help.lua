@@ -229,6 +229,27 @@ doc("vol.group_norm", [==[
 vol.group_norm(x, num_groups [, weight [, bias [, eps=1e-5]]]) -> tensor
   As torch.nn.functional.group_norm, on any rank >= 2 (channels in dimension 2).
   Example: y = vol.group_norm(x, 2, vol.ones({4}), vol.zeros({4}))]==])
+-- batch_norm, instance_norm, layer_norm (the norm family beside group_norm)
+doc("vol.batch_norm", [==[
+vol.batch_norm(x, running_mean, running_var [, weight [, bias [, training=false
+               [, momentum=0.1 [, eps=1e-5]]]]]) -> tensor
+  As torch.nn.functional.batch_norm on (N, C, *): training normalises with each channel's batch
+  mean and biased variance and updates running_mean / running_var in place (when given):
+  running = momentum * batch + (1 - momentum) * running, the variance unbiased. Otherwise the
+  running statistics (required then) are used. Weight, bias and running stats have C values.
+  Example: y = vol.batch_norm(x, rm, rv, nil, nil, true)   -- rm, rv updated]==])
+doc("vol.instance_norm", [==[
+vol.instance_norm(x [, {running_mean=, running_var=, weight=, bias=, use_input_stats=true,
+                        momentum=0.1, eps=1e-5}]) -> tensor
+  As torch.nn.functional.instance_norm on (N, C, *): each (sample, channel) normalised over its
+  own values; running statistics, when given, updated in place with the batch's mean of the
+  instances' means and unbiased variances. use_input_stats=false uses the running statistics.
+  Example: y = vol.instance_norm(x, {weight = w, bias = b})]==])
+doc("vol.layer_norm", [==[
+vol.layer_norm(x, normalized_shape [, weight [, bias [, eps=1e-5]]]) -> tensor
+  As torch.nn.functional.layer_norm: normalises over the trailing dims normalized_shape (a size or
+  a list, which x's last dims must equal); weight and bias of that shape, elementwise.
+  Example: y = vol.layer_norm(x, {16, 16}, vol.ones({16, 16}), vol.zeros({16, 16}))]==])
 doc("vol.mean", [==[
 vol.mean(x [, dims [, keepdim=false]]) -> tensor
   As torch.mean; dims is a 1-based number or list, nil means all dimensions.
@@ -385,7 +406,8 @@ The REPL
   nn = [[
 The nn library: nn = require "volua.nn"
   Modules as torch.nn: nn.Conv3d, nn.ConvTranspose3d, nn.MaxPool3d, nn.GroupNorm, nn.ReLU,
-  nn.Sequential; m(x) runs a module, m:cuda()/m:cpu() move it, m:state_dict() and
+  nn.Sequential, nn.BatchNorm3d, nn.InstanceNorm3d, nn.LayerNorm; m:train() / m:eval() switch
+  training mode (m.training); m(x) runs a module, m:cuda()/m:cpu() move it, m:state_dict() and
   m:load_state_dict(vol.load_safetensors("model.safetensors")) use PyTorch's key names.
   help(nn.Conv3d) (after require "volua.nn") prints a class's constructor.]],
 }

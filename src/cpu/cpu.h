@@ -49,4 +49,18 @@ int volua_cpu_rows(int64_t slabs, int64_t rows, int64_t cols, volua_cpu_row_fn r
 /* Poll in long loops: returns 1 (and writes "<op>: interrupted") once Ctrl-C was pressed. */
 int volua_cpu_check_interrupt(const char *op, char *err);
 
+/* -- batch_norm, instance_norm, layer_norm ---- */
+
+/* batch_norm.c: training: per channel two-pass statistics, running ones (non-NULL) updated after
+ * the output is written; eval: running_mean and running_var read. */
+int volua_cpu_batch_norm(const volua_batch_norm_geom *g, const float *x, const float *w, const float *b,
+                         float *running_mean, float *running_var, float *y, char *err);
+/* instance_norm.c: instance_norm's update of running_mean / running_var (either may be NULL) with the
+ * batch's mean of each instance's mean and unbiased variance (the output is group_norm's). */
+int volua_cpu_instance_norm_update(const volua_batch_norm_geom *g, const float *x, float *running_mean,
+                                   float *running_var, char *err);
+/* layer_norm.c */
+int volua_cpu_layer_norm(const volua_layer_norm_geom *g, const float *x, const float *w, const float *b,
+                         float *y, char *err);
+
 #endif
