@@ -49,6 +49,9 @@ void volua_lua_open_io(lua_State *L);      /* lua_io.c: load/save npy and safete
 void volua_lua_open_device(lua_State *L);  /* lua_device.c: cuda_available, sync, memory, math */
 void volua_lua_open_png(lua_State *L);     /* lua_png.c: save_png, load_png */
 void volua_lua_open_bench(lua_State *L);   /* lua_bench.c: bench, fast_calls */
+/* lua_activation.c: tanh, sigmoid, exp, log, sqrt, gelu, silu, mish, softplus, elu, leaky_relu,
+ * hardtanh, hardswish, hardsigmoid, clamp (methods and functions), vol.relu, vol.abs */
+void volua_lua_open_activation(lua_State *L);
 /* Adds methods to the Tensor method table (from any binding file). */
 void volua_lua_add_methods(lua_State *L, const luaL_Reg *methods);
 
