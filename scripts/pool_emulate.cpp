@@ -1,6 +1,7 @@
 // pool_emulate.cpp: the host side of scripts/pool_emulate.sh: a shim for the CUDA that
 // kernels/avg_pool3d.cu and adaptive_pool3d.cu use (thread indices, __ldg checked for bounds and
-// alignment, launches that run every thread in turn, common.cuh's helpers), then random
+// alignment, launches that run every thread in turn; common.cuh itself, its device intrinsics
+// stubbed), then random
 // geometries within PyTorch's rules, each run by the kernels' launchers and by the CPU references
 // and compared bit for bit (both add in double in the same order and divide the same way).
 #include <math.h>
@@ -12,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include <cuda_runtime_api.h> // cudaStream_t, float2, float4 (host definitions)
+#include <cuda_runtime.h> // cudaStream_t, float2, float4 (host definitions); before the shim's defines
 
 // -- the shim ----
 
@@ -26,13 +27,6 @@
 #define __forceinline__ inline
 #define __restrict__
 #define __launch_bounds__(...)
-
-#include "kernels.h"
-extern "C" {
-#include "tensor.h"
-#include "cpu/cpu.h"
-#include "ops.h" // volua_pool_output_size (src/ops/pool3d.c)
-}
 
 struct emu_index {
   unsigned x, y, z;
@@ -64,35 +58,29 @@ template <class K, class... A> static void emu_launch(K kernel, unsigned grid, u
     }
 }
 
-// what the two files take from common.cuh
-#define VOLUA_THREADS 256
-#define CUDA_CHECK_LAUNCH() (void)op
-static inline unsigned volua_grid_for(int64_t n, int threads) {
-  const int64_t b = (n + threads - 1) / threads, cap = (int64_t)1 << 20;
-  return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
+// what common.cuh's device helpers call, never run here (the pools use none of them)
+template <class T> static T __shfl_down_sync(unsigned, T v, int) { return v; }
+static void __syncthreads() {}
+static float __uint_as_float(unsigned u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
 }
-template <class I> struct volua_coord5 {
-  I n, c, d, h, w;
-};
-template <class I> inline volua_coord5<I> volua_unflatten5(I i, I C, I D, I H, I W) {
-  volua_coord5<I> p;
-  p.w = i % W;
-  i /= W;
-  p.h = i % H;
-  i /= H;
-  p.d = i % D;
-  i /= D;
-  p.c = i % C;
-  p.n = i / C;
-  return p;
+
+#include "common.cuh" // volua_grid_for, volua_unflatten5, CUDA_CHECK_LAUNCH, as the kernels see them
+extern "C" {
+#include "cpu/cpu.h"
+#include "ops.h" // volua_pool_output_size (src/ops/pool3d.c)
 }
 
 #include EMU_AVG
 #include EMU_ADAPTIVE
 
-// -- what src/ops/pool3d.c needs of the rest of volua (its messages and allocation, unused here) ----
+// -- what the CUDA runtime and src/ops/pool3d.c need of the rest of volua (unused here) ----
 
 extern "C" {
+cudaError_t cudaGetLastError(void) { return cudaSuccess; } // (CUDA_CHECK_LAUNCH's; no runtime here)
+const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
 volatile int volua_interrupted = 0;
 int volua_cpu_check_interrupt(const char *, char *) { return 0; }
 const char *volua_dtype_name(volua_dtype) { return "?"; }
@@ -180,12 +168,15 @@ int main(int argc, char **argv) {
     volua_avg_pool3d_geom g = {};
     volua_pool3d_geom &p = g.pool;
     p.planes = irand(1, 4);
-    const bool tiling = irand(0, 1); // kernels of 1, 2 or 4, mostly stride = kernel, no padding
+    // a quarter k 2 s 2 (the common case), a quarter kernels of 1, 2 or 4 mostly at stride = kernel
+    // without padding (the tiled kernel's other instances), half anything
+    const int64_t mode = irand(0, 3);
+    const bool tiling = mode == 1;
     for (int i = 0; i < 3; i++) {
       static const int64_t tile_kernels[] = {1, 2, 2, 2, 4};
-      p.kernel[i] = tiling ? tile_kernels[irand(0, 4)] : irand(1, 5);
-      p.stride[i] = tiling && irand(0, 3) ? p.kernel[i] : irand(1, 5);
-      p.padding[i] = tiling && irand(0, 1) ? 0 : irand(0, p.kernel[i] / 2);
+      p.kernel[i] = mode == 0 ? 2 : tiling ? tile_kernels[irand(0, 4)] : irand(1, 5);
+      p.stride[i] = mode == 0 || (tiling && irand(0, 3)) ? p.kernel[i] : irand(1, 5);
+      p.padding[i] = mode == 0 || (tiling && irand(0, 1)) ? 0 : irand(0, p.kernel[i] / 2);
       p.in[i] = irand(p.kernel[i], p.kernel[i] + 9); // avg_pool3d: the input holds a kernel
       p.dilation[i] = 1;
     }

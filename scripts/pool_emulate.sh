@@ -12,10 +12,10 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
-# <<<grid, block, 0, s>>>(args) -> emu_launch(kernel, grid, block, args); the shim replaces common.cuh
+# <<<grid, block, 0, s>>>(args) -> emu_launch(kernel, grid, block, args)
 for f in avg_pool3d adaptive_pool3d; do
   sed -E 's/([A-Za-z_][A-Za-z0-9_]*(<[^<>]*>)?)<<<([^,]+), ([^,]+), 0, s>>>\(/emu_launch(\1, \3, \4, /;
-          s/\bNULL\b/nullptr/g; s/#include "common.cuh"//' kernels/$f.cu >"$tmp/$f.cpp"
+          s/\bNULL\b/nullptr/g' kernels/$f.cu >"$tmp/$f.cpp"
   sed -E 's/\(\(int64_t\)1 << 30\)/((int64_t)1 << 7)/g' "$tmp/$f.cpp" >"$tmp/${f}_64.cpp"
 done
 for c in src/cpu/avg_pool3d.c src/cpu/adaptive_pool3d.c src/ops/pool3d.c; do
