@@ -424,7 +424,8 @@ The REPL
   nn = [[
 The nn library: nn = require "volua.nn"
   Modules as torch.nn: nn.Conv3d, nn.ConvTranspose3d, nn.MaxPool3d, nn.GroupNorm, nn.ReLU,
-  nn.Sequential, nn.BatchNorm3d, nn.InstanceNorm3d, nn.LayerNorm; m:train() / m:eval() switch
+  nn.Sequential, nn.BatchNorm3d, nn.InstanceNorm3d, nn.LayerNorm, nn.AvgPool3d,
+  nn.AdaptiveAvgPool3d, nn.AdaptiveMaxPool3d; m:train() / m:eval() switch
   training mode (m.training); m(x) runs a module, m:cuda()/m:cpu() move it, m:state_dict() and
   m:load_state_dict(vol.load_safetensors("model.safetensors")) use PyTorch's key names.
   help(nn.Conv3d) (after require "volua.nn") prints a class's constructor.]],

@@ -1,4 +1,5 @@
--- volua.nn: PyTorch-style modules (Conv3d, ConvTranspose3d, MaxPool3d, GroupNorm, BatchNorm3d,
+-- volua.nn: PyTorch-style modules (Conv3d, ConvTranspose3d, MaxPool3d, AvgPool3d,
+-- AdaptiveAvgPool3d, AdaptiveMaxPool3d, GroupNorm, BatchNorm3d,
 -- InstanceNorm3d, LayerNorm, ReLU, Mean, Sequential) over vol's ops, with PyTorch's constructor arguments, defaults, initialisation,
 -- repr and state_dict key names, so that weights saved by
 -- safetensors.torch.save_file(model.state_dict(), path) load with
