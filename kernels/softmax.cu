@@ -5,7 +5,8 @@
 // Every op sees its input as slices, (outer, size, inner): a slice is `size` values `inner` apart.
 // A slice's values fold into a state in one read: the online max and sum of exponentials
 // (lse_state: softmax, log_softmax, logsumexp) or the extreme and its first index (ext_state: amax,
-// amin, max, min); softmax and log_softmax then read the slice again to write it.
+// amin, max, min, of float32 or int64 values); softmax and log_softmax then read the slice again to
+// write it.
 // - inner == 1 (rows): a warp a row for rows of at most ROW_WARP_MAX values (a block of 8 warps
 //   takes 8 rows), else a block a row;
 // - inner > 1 (columns, e.g. softmax over C of (N, C, D, H, W)): a thread a column, neighbouring
@@ -72,18 +73,37 @@ __device__ __forceinline__ lse_state shfl_from(const lse_state &a, int lane) {
   return b;
 }
 
+// The values max and min start from: float32 -inf and +inf, int64 its least and greatest.
+template <class T> struct value_limits;
+template <> struct value_limits<float> {
+  static __device__ __forceinline__ float lowest() { return -INFINITY; }
+  static __device__ __forceinline__ float highest() { return INFINITY; }
+};
+template <> struct value_limits<int64_t> {
+  static __device__ __forceinline__ int64_t lowest() { return INT64_MIN; }
+  static __device__ __forceinline__ int64_t highest() { return INT64_MAX; }
+};
+__device__ __forceinline__ float shfl_down_value(float v, int off) { return __shfl_down_sync(FULL_MASK, v, off); }
+__device__ __forceinline__ int64_t shfl_down_value(int64_t v, int off) {
+  return (int64_t)__shfl_down_sync(FULL_MASK, (long long)v, off);
+}
+__device__ __forceinline__ float shfl_value(float v, int lane) { return __shfl_sync(FULL_MASK, v, lane); }
+__device__ __forceinline__ int64_t shfl_value(int64_t v, int lane) {
+  return (int64_t)__shfl_sync(FULL_MASK, (long long)v, lane);
+}
+
 // The extreme (MAX: the largest) of the values folded in and its index, as torch.max(x, dim): a
 // NaN beats any number, and among equals (NaNs too) the smaller index wins, so the fold gives the
 // first occurrence of the max, or the first NaN, whatever the order of the merges. i = INT64_MAX:
-// nothing folded in yet.
-template <bool MAX> struct ext_state {
-  float v;
+// nothing folded in yet. T: float or int64_t (whose w != w is never true).
+template <bool MAX, class T> struct ext_state {
+  T v;
   int64_t i;
   __device__ __forceinline__ void init() {
-    v = MAX ? -INFINITY : INFINITY;
+    v = MAX ? value_limits<T>::lowest() : value_limits<T>::highest();
     i = INT64_MAX;
   }
-  __device__ __forceinline__ void add(float w, int64_t j) {
+  __device__ __forceinline__ void add(T w, int64_t j) {
     bool take;
     if (w != w) take = v == v || j < i;
     else if (v != v) take = false;
@@ -95,24 +115,26 @@ template <bool MAX> struct ext_state {
   }
   __device__ __forceinline__ void merge(const ext_state &o) { add(o.v, o.i); }
 };
-template <bool MAX> __device__ __forceinline__ ext_state<MAX> shfl_down(const ext_state<MAX> &a, int off) {
-  ext_state<MAX> b;
-  b.v = __shfl_down_sync(FULL_MASK, a.v, off);
-  b.i = (int64_t)__shfl_down_sync(FULL_MASK, (long long)a.i, off);
+template <bool MAX, class T>
+__device__ __forceinline__ ext_state<MAX, T> shfl_down(const ext_state<MAX, T> &a, int off) {
+  ext_state<MAX, T> b;
+  b.v = shfl_down_value(a.v, off);
+  b.i = shfl_down_value(a.i, off);
   return b;
 }
-template <bool MAX> __device__ __forceinline__ ext_state<MAX> shfl_from(const ext_state<MAX> &a, int lane) {
-  ext_state<MAX> b;
-  b.v = __shfl_sync(FULL_MASK, a.v, lane);
-  b.i = (int64_t)__shfl_sync(FULL_MASK, (long long)a.i, lane);
+template <bool MAX, class T>
+__device__ __forceinline__ ext_state<MAX, T> shfl_from(const ext_state<MAX, T> &a, int lane) {
+  ext_state<MAX, T> b;
+  b.v = shfl_value(a.v, lane);
+  b.i = shfl_value(a.i, lane);
   return b;
 }
 
-// The ops, and the state each folds into.
+// The ops, and the state each folds values of type T into (T float but for max and min).
 enum { OP_SOFTMAX = 0, OP_LOG_SOFTMAX, OP_LOGSUMEXP, OP_MAX, OP_MIN };
-template <int OP> struct op_state { typedef lse_state type; };
-template <> struct op_state<OP_MAX> { typedef ext_state<true> type; };
-template <> struct op_state<OP_MIN> { typedef ext_state<false> type; };
+template <int OP, class T> struct op_state { typedef lse_state type; };
+template <class T> struct op_state<OP_MAX, T> { typedef ext_state<true, T> type; };
+template <class T> struct op_state<OP_MIN, T> { typedef ext_state<false, T> type; };
 template <int OP> struct is_softmax { static const bool value = OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX; };
 
 // -- folding states across threads ----
@@ -177,7 +199,8 @@ __device__ __forceinline__ float lse_result(const lse_state &st) {
 __device__ __forceinline__ void put_result(const lse_state &st, int64_t o, float *y, int64_t *) {
   y[o] = lse_result(st);
 }
-template <bool MAX> __device__ __forceinline__ void put_result(const ext_state<MAX> &st, int64_t o, float *y, int64_t *idx) {
+template <bool MAX, class T>
+__device__ __forceinline__ void put_result(const ext_state<MAX, T> &st, int64_t o, T *y, int64_t *idx) {
   y[o] = st.v;
   if (idx) idx[o] = st.i;
 }
@@ -196,10 +219,10 @@ __device__ __forceinline__ int64_t chunk_end(const slice_plan &p, int64_t k0) {
 // Rows (inner == 1), a team a task t = (row o, chunk c): a warp (WARP) or the block. The team folds
 // its chunk's values; with one chunk it then writes (softmax: the row, reading it again; a
 // reduction: its output), else its state goes to part[t] for rows_fold_kernel.
-template <int OP, bool WARP>
-static __global__ void rows_kernel(slice_plan p, const float *__restrict__ x, float *__restrict__ y,
-                                   int64_t *__restrict__ idx, typename op_state<OP>::type *__restrict__ part) {
-  typedef typename op_state<OP>::type S;
+template <int OP, class T, bool WARP>
+static __global__ void rows_kernel(slice_plan p, const T *__restrict__ x, T *__restrict__ y,
+                                   int64_t *__restrict__ idx, typename op_state<OP, T>::type *__restrict__ part) {
+  typedef typename op_state<OP, T>::type S;
   __shared__ S scratch[32];
   const int64_t team_size = WARP ? 32 : blockDim.x;
   const int64_t lane = WARP ? (threadIdx.x & 31) : threadIdx.x;
@@ -209,12 +232,12 @@ static __global__ void rows_kernel(slice_plan p, const float *__restrict__ x, fl
   for (int64_t t = team; t < tasks; t += teams) { // (the same trip count for the whole team)
     const int64_t o = t / p.chunks, c = t - o * p.chunks;
     const int64_t k0 = c * p.per_chunk, k1 = chunk_end(p, k0);
-    const float *xr = x + o * p.size;
+    const T *xr = x + o * p.size;
     S st;
     st.init();
     int64_t k = k0 + lane;
     for (; k + 3 * team_size < k1; k += 4 * team_size) { // four loads in flight, then their folds
-      float u[4];
+      T u[4];
 #pragma unroll
       for (int q = 0; q < 4; q++) u[q] = xr[k + q * team_size];
 #pragma unroll
@@ -237,10 +260,10 @@ static __global__ void rows_kernel(slice_plan p, const float *__restrict__ x, fl
 
 // Rows in chunks, the second pass: block t folds row o's chunk states, in the same order for every
 // chunk; softmax then writes chunk c (task t = (o, c)), a reduction its output (task t = o).
-template <int OP>
-static __global__ void rows_fold_kernel(slice_plan p, const float *__restrict__ x, float *__restrict__ y,
-                                        int64_t *__restrict__ idx, const typename op_state<OP>::type *__restrict__ part) {
-  typedef typename op_state<OP>::type S;
+template <int OP, class T>
+static __global__ void rows_fold_kernel(slice_plan p, const T *__restrict__ x, T *__restrict__ y,
+                                        int64_t *__restrict__ idx, const typename op_state<OP, T>::type *__restrict__ part) {
+  typedef typename op_state<OP, T>::type S;
   __shared__ S scratch[32];
   const int64_t tasks = is_softmax<OP>::value ? p.outer * p.chunks : p.outer;
   for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
@@ -266,22 +289,22 @@ static __global__ void rows_fold_kernel(slice_plan p, const float *__restrict__ 
 // blockIdx.y * blockDim.y + threadIdx.y on. It folds its chunk of the column; with one chunk it then
 // writes (softmax: the column, reading it again; a reduction: its output), else its state goes to
 // part[t * inner + i] for cols_fold_kernel.
-template <int OP>
-static __global__ void cols_kernel(slice_plan p, const float *__restrict__ x, float *__restrict__ y,
-                                   int64_t *__restrict__ idx, typename op_state<OP>::type *__restrict__ part) {
-  typedef typename op_state<OP>::type S;
+template <int OP, class T>
+static __global__ void cols_kernel(slice_plan p, const T *__restrict__ x, T *__restrict__ y,
+                                   int64_t *__restrict__ idx, typename op_state<OP, T>::type *__restrict__ part) {
+  typedef typename op_state<OP, T>::type S;
   const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= p.inner) return; // (no barriers below)
   const int64_t tasks = p.outer * p.chunks, n = p.inner;
   for (int64_t t = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; t < tasks; t += (int64_t)gridDim.y * blockDim.y) {
     const int64_t o = t / p.chunks, c = t - o * p.chunks;
     const int64_t k0 = c * p.per_chunk, k1 = chunk_end(p, k0);
-    const float *xc = x + o * p.size * n + i;
+    const T *xc = x + o * p.size * n + i;
     S st;
     st.init();
     int64_t k = k0;
     for (; k + 3 < k1; k += 4) {
-      float u[4];
+      T u[4];
 #pragma unroll
       for (int q = 0; q < 4; q++) u[q] = xc[(k + q) * n];
 #pragma unroll
@@ -302,10 +325,10 @@ static __global__ void cols_kernel(slice_plan p, const float *__restrict__ x, fl
 
 // Columns in chunks, the second pass: a thread per (task, i), tasks (o, c) for softmax, o for a
 // reduction; it folds column (o, i)'s chunk states in order, then softmax writes chunk c.
-template <int OP>
-static __global__ void cols_fold_kernel(slice_plan p, const float *__restrict__ x, float *__restrict__ y,
-                                        int64_t *__restrict__ idx, const typename op_state<OP>::type *__restrict__ part) {
-  typedef typename op_state<OP>::type S;
+template <int OP, class T>
+static __global__ void cols_fold_kernel(slice_plan p, const T *__restrict__ x, T *__restrict__ y,
+                                        int64_t *__restrict__ idx, const typename op_state<OP, T>::type *__restrict__ part) {
+  typedef typename op_state<OP, T>::type S;
   const int64_t n = p.inner, tasks = is_softmax<OP>::value ? p.outer * p.chunks : p.outer;
   VOLUA_GRID_LOOP(e, tasks * n) {
     const int64_t t = e / n, i = e - t * n;
@@ -336,10 +359,10 @@ typedef struct odometer_plan {
 
 // A thread per output: its reduced elements in row-major order, the reduced dims walked like an
 // odometer (unrolled whole, so that coord stays in registers).
-template <int OP>
-static __global__ void odometer_kernel(odometer_plan p, const float *__restrict__ x, float *__restrict__ y,
+template <int OP, class T>
+static __global__ void odometer_kernel(odometer_plan p, const T *__restrict__ x, T *__restrict__ y,
                                        int64_t *__restrict__ idx) {
-  typedef typename op_state<OP>::type S;
+  typedef typename op_state<OP, T>::type S;
   VOLUA_GRID_LOOP(o, p.out_numel) {
     int64_t off = 0, rest = o, coord[VOLUA_MEAN_MAX_DIMS];
     for (int k = p.nkept - 1; k >= 0; k--) {
@@ -383,31 +406,31 @@ static int sm_count() {
   return sms;
 }
 
-template <int OP>
-static int launch_slices(slice_plan p, const float *x, float *y, int64_t *idx, cudaStream_t s,
-                         const char *op, char *err) {
-  typedef typename op_state<OP>::type S;
+template <int OP, class T>
+static int launch_slices(slice_plan p, const T *x, T *y, int64_t *idx, cudaStream_t s, const char *op,
+                         char *err) {
+  typedef typename op_state<OP, T>::type S;
   if (p.outer <= 0 || p.inner <= 0) return 0;
   p.chunks = 1;
   p.per_chunk = p.size;
   S *part = NULL;
   cudaError_t e;
   if (p.inner == 1 && p.size <= ROW_WARP_MAX) { // a warp a row, 8 rows a block
-    rows_kernel<OP, true><<<volua_grid_for(p.outer, 8), VOLUA_THREADS, 0, s>>>(p, x, y, idx, part);
+    rows_kernel<OP, T, true><<<volua_grid_for(p.outer, 8), VOLUA_THREADS, 0, s>>>(p, x, y, idx, part);
     e = cudaGetLastError();
   } else if (p.inner == 1) { // a block a row, or a block a chunk of a row
     static int64_t resident = 0;
-    if (!resident) resident = volua_resident_blocks(rows_kernel<OP, false>, VOLUA_THREADS);
+    if (!resident) resident = volua_resident_blocks(rows_kernel<OP, T, false>, VOLUA_THREADS);
     const int64_t sl = volua_chunks_per_item(p.outer, p.size, ROW_CHUNK_MIN, resident);
     p.per_chunk = cdiv(p.size, sl);
     p.chunks = cdiv(p.size, p.per_chunk);
     const int64_t tasks = p.outer * p.chunks;
     if (p.chunks > 1 && volua_cuda_malloc((void **)&part, tasks * (int64_t)sizeof(S), err)) return 1;
-    rows_kernel<OP, false><<<(unsigned)(tasks < resident ? tasks : resident), VOLUA_THREADS, 0, s>>>(p, x, y, idx, part);
+    rows_kernel<OP, T, false><<<(unsigned)(tasks < resident ? tasks : resident), VOLUA_THREADS, 0, s>>>(p, x, y, idx, part);
     e = cudaGetLastError();
     if (e == cudaSuccess && p.chunks > 1) {
       const int64_t fold_tasks = is_softmax<OP>::value ? tasks : p.outer;
-      rows_fold_kernel<OP><<<volua_grid_for(fold_tasks, 1), VOLUA_THREADS, 0, s>>>(p, x, y, idx, part);
+      rows_fold_kernel<OP, T><<<volua_grid_for(fold_tasks, 1), VOLUA_THREADS, 0, s>>>(p, x, y, idx, part);
       e = cudaGetLastError();
     }
   } else { // columns: blocks of (bx, by) threads, bx along inner
@@ -427,11 +450,11 @@ static int launch_slices(slice_plan p, const float *x, float *y, int64_t *idx, c
       return 1;
     }
     if (p.chunks > 1 && volua_cuda_malloc((void **)&part, tasks * p.inner * (int64_t)sizeof(S), err)) return 1;
-    cols_kernel<OP><<<dim3((unsigned)gx, (unsigned)(gy < 65535 ? gy : 65535)), dim3(bx, by), 0, s>>>(p, x, y, idx, part);
+    cols_kernel<OP, T><<<dim3((unsigned)gx, (unsigned)(gy < 65535 ? gy : 65535)), dim3(bx, by), 0, s>>>(p, x, y, idx, part);
     e = cudaGetLastError();
     if (e == cudaSuccess && p.chunks > 1) {
       const int64_t fold_tasks = is_softmax<OP>::value ? tasks : p.outer;
-      cols_fold_kernel<OP><<<volua_grid_for(fold_tasks * p.inner, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(p, x, y, idx, part);
+      cols_fold_kernel<OP, T><<<volua_grid_for(fold_tasks * p.inner, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(p, x, y, idx, part);
       e = cudaGetLastError();
     }
   }
@@ -442,8 +465,8 @@ static int launch_slices(slice_plan p, const float *x, float *y, int64_t *idx, c
 
 // The reduction op over g: its dims coalesced (size-1 dims dropped, neighbours of one kind merged);
 // one reduced run left (or none): the slice kernels, else the odometer kernel.
-template <int OP>
-static int launch_reduce(const volua_mean_geom *g, const float *x, float *y, int64_t *idx, cudaStream_t s,
+template <int OP, class T>
+static int launch_reduce(const volua_mean_geom *g, const T *x, T *y, int64_t *idx, cudaStream_t s,
                          const char *op, char *err) {
   int kinds[VOLUA_MEAN_MAX_DIMS], n = 0;
   int64_t sizes[VOLUA_MEAN_MAX_DIMS];
@@ -474,7 +497,7 @@ static int launch_reduce(const volua_mean_geom *g, const float *x, float *y, int
       for (int d = 0; d < red_at; d++) p.outer *= sizes[d];
       for (int d = red_at + 1; d < n; d++) p.inner *= sizes[d];
     }
-    return launch_slices<OP>(p, x, y, idx, s, op, err);
+    return launch_slices<OP, T>(p, x, y, idx, s, op, err);
   }
   odometer_plan p;
   memset(&p, 0, sizeof p);
@@ -494,7 +517,7 @@ static int launch_reduce(const volua_mean_geom *g, const float *x, float *y, int
       p.kept_stride[p.nkept++] = strides[d];
     }
   }
-  odometer_kernel<OP><<<volua_grid_for(p.out_numel, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(p, x, y, idx);
+  odometer_kernel<OP, T><<<volua_grid_for(p.out_numel, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(p, x, y, idx);
   CUDA_CHECK_LAUNCH();
   return 0;
 }
@@ -509,22 +532,35 @@ extern "C" int volua_cuda_softmax(const volua_softmax_geom *g, const float *x, f
   p.size = g->size;
   p.inner = g->inner;
   if (p.size <= 0) return 0;
-  if (g->log) return launch_slices<OP_LOG_SOFTMAX>(p, x, y, NULL, s, "log_softmax", err);
-  return launch_slices<OP_SOFTMAX>(p, x, y, NULL, s, "softmax", err);
+  if (g->log) return launch_slices<OP_LOG_SOFTMAX, float>(p, x, y, NULL, s, "log_softmax", err);
+  return launch_slices<OP_SOFTMAX, float>(p, x, y, NULL, s, "softmax", err);
 }
 
-extern "C" int volua_cuda_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, const float *x,
-                                      float *y, int64_t *indices, cudaStream_t s, char *err) {
+extern "C" int volua_cuda_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, int dt, const void *x,
+                                      void *y, int64_t *indices, cudaStream_t s, char *err) {
   const char *name = op == VOLUA_DIMRED_LOGSUMEXP ? "logsumexp" : op == VOLUA_DIMRED_MAX ? "max" : "min";
   if (g->ndim < 0 || g->ndim > VOLUA_MEAN_MAX_DIMS) {
     snprintf(err, VOLUA_ERR_MAX, "%s: rank %d is outside 0..%d", name, g->ndim, VOLUA_MEAN_MAX_DIMS);
     return 1;
   }
   if (g->out_numel <= 0) return 0;
+  const float *xf = (const float *)x;
+  float *yf = (float *)y;
+  const int64_t *xi = (const int64_t *)x;
+  int64_t *yi = (int64_t *)y;
+  const bool i64 = dt == VOLUA_INT64;
+  if (dt != VOLUA_FLOAT32 && !(i64 && op != VOLUA_DIMRED_LOGSUMEXP)) {
+    snprintf(err, VOLUA_ERR_MAX, "%s: dtype %d is not supported here", name, dt);
+    return 1;
+  }
   switch (op) {
-  case VOLUA_DIMRED_LOGSUMEXP: return launch_reduce<OP_LOGSUMEXP>(g, x, y, NULL, s, name, err);
-  case VOLUA_DIMRED_MAX: return launch_reduce<OP_MAX>(g, x, y, indices, s, name, err);
-  case VOLUA_DIMRED_MIN: return launch_reduce<OP_MIN>(g, x, y, indices, s, name, err);
+  case VOLUA_DIMRED_LOGSUMEXP: return launch_reduce<OP_LOGSUMEXP, float>(g, xf, yf, NULL, s, name, err);
+  case VOLUA_DIMRED_MAX:
+    return i64 ? launch_reduce<OP_MAX, int64_t>(g, xi, yi, indices, s, name, err)
+               : launch_reduce<OP_MAX, float>(g, xf, yf, indices, s, name, err);
+  case VOLUA_DIMRED_MIN:
+    return i64 ? launch_reduce<OP_MIN, int64_t>(g, xi, yi, indices, s, name, err)
+               : launch_reduce<OP_MIN, float>(g, xf, yf, indices, s, name, err);
   }
   snprintf(err, VOLUA_ERR_MAX, "%s: unknown reduction %d", name, (int)op);
   return 1;

@@ -427,6 +427,45 @@ describe("amax, amin, max and min over dims (" .. device .. ")", function()
     assert_exact(i, {0, 1, 0, 0, 0, 1}, "min indices (columns)")
   end)
 
+  it("take int64 inputs: int64 values (compared exactly) and indices, as torch", function()
+    for si, shape in ipairs(shapes) do
+      -- integers in -6..6: many ties
+      local xi = vol.zeros(shape, {dtype = "int64"})
+      xi:copy(randn(shape, 500 + si) * 3)
+      local xs, gx = values(xi), on_device(xi)
+      local n = #shape
+      for d = 1, n do
+        local set = dim_set(d, n)
+        for _, is_max in ipairs {true, false} do
+          local want_v, want_i = {}, {}
+          for i, g in ipairs(groups(xs, shape, set)) do want_v[i], want_i[i] = naive_extreme(g, is_max) end
+          local what = (is_max and "max" or "min") .. " of int64 " .. shape_str(shape) .. " dim " .. d
+          local v, i = (is_max and vol.max or vol.min)(gx, d)
+          assert.equal("int64", v.dtype, what)
+          assert.same(reduced_shape(shape, set, false), v.shape, what)
+          assert_exact(v, want_v, what .. " values")
+          assert_exact(i, want_i, what .. " indices")
+          local dims = d == 1 and {1} or {d, 1}
+          local a = (is_max and vol.amax or vol.amin)(gx, dims, true)
+          assert.equal("int64", a.dtype, what)
+          local want_a = {}
+          for k, g in ipairs(groups(xs, shape, dim_set(dims, n))) do want_a[k] = (naive_extreme(g, is_max)) end
+          assert_exact(a, want_a, what .. " amax/amin over " .. shape_str(dims))
+        end
+      end
+    end
+    -- values past 2^53 keep their low bits (through a double, 2^60 + 1 would tie with 2^60)
+    local base = vol.full({1}, 2 ^ 60, {dtype = "int64"})
+    local a = vol.full({2}, 2 ^ 60, {dtype = "int64"}) + vol.tensor({0, 1}, {dtype = "int64"})
+    local v, i = vol.max(on_device(a), 1, true)
+    assert.equal(1, i:item())
+    assert.equal(1, (v:cpu() - base):item())
+    v, i = vol.min(on_device(a), 1, true)
+    assert.equal(0, i:item())
+    assert.equal(0, (v:cpu() - base):item())
+    assert.equal(1, (vol.amax(on_device(a), 1, true):cpu() - base):item())
+  end)
+
   it("t:max() and t:min() without a dim still give numbers; 0-D inputs give index 0", function()
     local x = on_device(vol.tensor({{1, 5}, {-2, 3}}))
     assert.equal(5, x:max())
@@ -469,8 +508,6 @@ describe("amax, amin, max and min over dims (" .. device .. ")", function()
     fails(function() return vol.amax(x, {1, 1}) end, "^amax: dim 1 appears more than once")
     fails(function() return vol.amin(x, 0) end, "^amin: dims %(0%) is out of range")
     fails(function() return vol.amax(x, 1, 0) end, "^amax: keepdim must be a boolean")
-    fails(function() return vol.amax(vol.zeros({2}, {dtype = "int64"}), 1) end, "^amax: input dtype int64 is not supported")
-    fails(function() return vol.max(vol.zeros({2}, {dtype = "int64"}), 1) end, "^max: input dtype int64 is not supported")
     fails(function() return vol.min(5, 1) end, "^min: input must be a tensor")
     local f = vol.zeros({2})
     getmetatable(f).__gc(f)
@@ -657,7 +694,7 @@ describe("softmax family: GPU against CPU (seed " .. SEED .. ")", function()
     end, gpu_close)
   end)
 
-  it("amax and amin on random shapes and sets of dims", function()
+  it("amax and amin on random shapes and sets of dims, float32 and int64", function()
     random_trials("amax", 3, function(r)
       local shape, d = slice_shape(r)
       local dims = d
@@ -666,19 +703,31 @@ describe("softmax family: GPU against CPU (seed " .. SEED .. ")", function()
         for i = 1, #shape do if r.chance(0.5) then dims[#dims + 1] = i end end
         if #dims == 0 then dims = nil end
       end
-      return {args = {shape = shape, dims = dims, keepdim = r.chance(0.5), max = r.chance(0.5)},
-              x = slice_data(r, shape)}
+      local x = slice_data(r, shape)
+      local int64 = r.chance(0.25)
+      if int64 then
+        x = vol.zeros(shape, {dtype = "int64"})
+        x:copy(vol.randn(shape, {seed = r.seed()}) * 5)
+      end
+      return {args = {shape = shape, dims = dims, keepdim = r.chance(0.5), max = r.chance(0.5), int64 = int64},
+              x = x}
     end, function(c, dev)
       return (c.args.max and vol.amax or vol.amin)(c.x:to(dev), c.args.dims, c.args.keepdim)
     end, gpu_same)
   end)
 
-  it("max and min with indices on random shapes (ties, NaN), indices exact", function()
+  it("max and min with indices on random shapes (ties, NaN, int64), indices exact", function()
     random_trials("max", 4, function(r)
       local shape, d = slice_shape(r)
       local x = slice_data(r, shape)
-      if r.chance(0.5) then x = (x * 0.7):relu() end -- many zeros: ties
-      return {args = {shape = shape, dim = d, keepdim = r.chance(0.5), max = r.chance(0.5)}, x = x}
+      local int64 = r.chance(0.25)
+      if int64 then -- integers in -15..15 (no NaN to convert), as int64
+        x = vol.zeros(shape, {dtype = "int64"})
+        x:copy(vol.randn(shape, {seed = r.seed()}) * 5)
+      elseif r.chance(0.5) then
+        x = (x * 0.7):relu() -- many zeros: ties
+      end
+      return {args = {shape = shape, dim = d, keepdim = r.chance(0.5), max = r.chance(0.5), int64 = int64}, x = x}
     end, function(c, dev)
       local v, i = (c.args.max and vol.max or vol.min)(c.x:to(dev), c.args.dim, c.args.keepdim)
       return {v, i}

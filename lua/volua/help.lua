@@ -264,7 +264,8 @@ vol.logsumexp(x, dims [, keepdim=false]) -> tensor
 doc("vol.amax", [==[
 vol.amax(x [, dims [, keepdim=false]]) -> tensor
   As torch.amax: the max over dims (1-based number or list; nil means all); NaN propagates.
-  Reducing over a dim of size 0 is an error, as in torch.
+  float32 or int64, the result of the input's dtype. Reducing over a dim of size 0 is an
+  error, as in torch.
   Example: vol.amax(x, {3, 4, 5})   -- per (N, C) maximum]==])
 doc("vol.amin", [==[
 vol.amin(x [, dims [, keepdim=false]]) -> tensor
@@ -274,6 +275,7 @@ doc("vol.max", [==[
 vol.max(x, dim [, keepdim=false]) -> values, indices
   As torch.max(x, dim): the max over one 1-based dim and its int64 indices, 0-based as torch
   stores them (the first occurrence of the max; a NaN counts as the max and its index is given).
+  float32 or int64 values, of the input's dtype.
   t:max(dim [, keepdim]) does the same; t:max() gives the whole tensor's max as a number.
   Example: v, i = vol.max(logits, 2)   -- i + 1 is the 1-based class]==])
 doc("vol.min", [==[

@@ -50,7 +50,8 @@ int volua_cpu_check_interrupt(const char *op, char *err);
  * for values only; max and min give the first index of the extreme (of the first NaN) in the
  * reduced elements, walked in row-major order. */
 int volua_cpu_softmax(const volua_softmax_geom *g, const float *x, float *y, char *err);
-int volua_cpu_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, const float *x, float *y,
-                          int64_t *indices, char *err);
+/* dt: a volua_dtype, of x and y alike (int64: max and min only). */
+int volua_cpu_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, int dt, const void *x,
+                          void *y, int64_t *indices, char *err);
 
 #endif

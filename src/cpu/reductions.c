@@ -42,24 +42,28 @@ static double logsumexp_of(const float *x, reduced_walk w, int64_t count) {
 
 /* torch.max(x, dim)'s loop (aten's max_kernel_impl): the first element, replaced by any later one
  * that is not <= it (greater, or NaN), stopping at a NaN: the first occurrence of the max, or of
- * the first NaN. min: not >= it. count > 0. */
-static double extreme_of(const float *x, reduced_walk w, int64_t count, int is_max, int64_t *index) {
-  double best = x[w.offset];
-  int64_t at = 0;
-  for (int64_t j = 0; j < count; j++, walk_next(&w)) {
-    const double v = x[w.offset];
-    if (is_max ? !(v <= best) : !(v >= best)) {
-      best = v;
-      at = j;
-      if (v != v) break;
-    }
+ * the first NaN. min: not >= it. count > 0. One function per dtype: int64 values compare exactly
+ * (through a double they would round past 2^53). */
+#define EXTREME_OF(name, T)                                                                      \
+  static T name(const T *x, reduced_walk w, int64_t count, int is_max, int64_t *index) {        \
+    T best = x[w.offset];                                                                        \
+    int64_t at = 0;                                                                              \
+    for (int64_t j = 0; j < count; j++, walk_next(&w)) {                                         \
+      const T v = x[w.offset];                                                                   \
+      if (is_max ? !(v <= best) : !(v >= best)) {                                                \
+        best = v;                                                                                \
+        at = j;                                                                                  \
+        if (v != v) break;                                                                       \
+      }                                                                                          \
+    }                                                                                            \
+    *index = at;                                                                                 \
+    return best;                                                                                 \
   }
-  *index = at;
-  return best;
-}
+EXTREME_OF(extreme_of_f32, float)
+EXTREME_OF(extreme_of_i64, int64_t)
 
-int volua_cpu_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, const float *x, float *y,
-                          int64_t *indices, char *err) {
+int volua_cpu_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, int dt, const void *x,
+                          void *y, int64_t *indices, char *err) {
   const char *name = op == VOLUA_DIMRED_LOGSUMEXP ? "logsumexp" : op == VOLUA_DIMRED_MAX ? "max" : "min";
   /* row-major strides of the input, and its dims split into kept and reduced ones */
   int64_t stride[VOLUA_MEAN_MAX_DIMS];
@@ -90,13 +94,14 @@ int volua_cpu_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, cons
       w.offset += rest % g->shape[d] * stride[d];
       rest /= g->shape[d];
     }
-    if (op == VOLUA_DIMRED_LOGSUMEXP) {
-      y[o] = (float)logsumexp_of(x, w, g->reduce_numel);
-    } else {
-      int64_t at;
-      y[o] = (float)extreme_of(x, w, g->reduce_numel, op == VOLUA_DIMRED_MAX, &at);
-      if (indices) indices[o] = at;
-    }
+    int64_t at = 0;
+    if (op == VOLUA_DIMRED_LOGSUMEXP) /* (float32 only: ops promotes an int64 input first) */
+      ((float *)y)[o] = (float)logsumexp_of(x, w, g->reduce_numel);
+    else if (dt == VOLUA_INT64)
+      ((int64_t *)y)[o] = extreme_of_i64(x, w, g->reduce_numel, op == VOLUA_DIMRED_MAX, &at);
+    else
+      ((float *)y)[o] = extreme_of_f32(x, w, g->reduce_numel, op == VOLUA_DIMRED_MAX, &at);
+    if (indices) indices[o] = at;
   }
   return volua_cpu_check_interrupt(name, err);
 }

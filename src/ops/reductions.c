@@ -1,6 +1,7 @@
 /* reductions.c: torch.logsumexp, torch.amax / amin over dims and torch.max / min over one dim
  * (values and int64 indices): checks, the geometry (vol.mean's: src/ops/mean.c), allocation and
- * dispatch to src/cpu/reductions.c or kernels/softmax.cu. Dims are 0-based, already normalised. */
+ * dispatch to src/cpu/reductions.c or kernels/softmax.cu. Inputs float32 or int64 (logsumexp
+ * promotes int64 to float32, as torch). Dims are 0-based, already normalised. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,15 +17,16 @@
 static int dispatch(const char *fn, const volua_mean_geom *g, volua_dim_reduce_op op,
                     const volua_tensor *x, volua_tensor *out, volua_tensor *indices, char *err) {
   if (g->out_numel == 0) return 0;
-  const float *xp = volua_tensor_f32(x);
-  float *yp = volua_tensor_f32(out);
+  const void *xp = volua_tensor_data(x);
+  void *yp = volua_tensor_data(out);
   int64_t *ip = indices ? volua_tensor_i64(indices) : NULL;
   int rc;
   if (x->device == VOLUA_DEVICE_CPU) {
-    rc = volua_cpu_reduce_dims(g, op, xp, yp, ip, err);
+    rc = volua_cpu_reduce_dims(g, op, (int)x->dtype, xp, yp, ip, err);
   } else {
 #ifdef VOLUA_CUDA
-    rc = volua_cuda_reduce_dims(g, op, xp, yp, ip, (cudaStream_t)volua_cuda_stream(), err);
+    rc = volua_cuda_reduce_dims(g, op, (int)x->dtype, xp, yp, ip, (cudaStream_t)volua_cuda_stream(),
+                                err);
 #else
     snprintf(err, VOLUA_ERR_MAX, "%s: volua was built without CUDA", fn);
     rc = 1;
@@ -88,18 +90,12 @@ int volua_amax(volua_tensor *out, const volua_tensor *x, int ndims, const int *d
                int is_max, char *err) {
   const char *fn = is_max ? "amax" : "amin";
   if (check_live(fn, x, err)) return 1;
-  if (x->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "%s: input dtype %s is not supported (float32 only: int64 %s over "
-             "dims is not built; t:%s() gives a whole int64 tensor's)", fn,
-             volua_dtype_name(x->dtype), fn, fn + 1);
-    return 1;
-  }
-  volua_mean_geom g;
+  volua_mean_geom g; /* (float32 or int64, the result of the input's dtype, as torch.amax) */
   int64_t shape[VOLUA_MAX_DIMS];
   int nd;
   if (volua_mean_geom_resolve(&g, shape, &nd, fn, x, ndims, dims, keepdim, err) ||
       check_nonempty(fn, &g, x, err) ||
-      volua_tensor_alloc_result(out, fn, "output", nd, shape, VOLUA_FLOAT32, x->device, err))
+      volua_tensor_alloc_result(out, fn, "output", nd, shape, x->dtype, x->device, err))
     return 1;
   return dispatch(fn, &g, is_max ? VOLUA_DIMRED_MAX : VOLUA_DIMRED_MIN, x, out, NULL, err);
 }
@@ -108,20 +104,15 @@ int volua_max_dim(volua_tensor *values, volua_tensor *indices, const volua_tenso
                   int keepdim, int is_max, char *err) {
   const char *fn = is_max ? "max" : "min";
   if (check_live(fn, x, err)) return 1;
-  if (x->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "%s: input dtype %s is not supported over a dim (float32 only: "
-             "int64 %s over a dim is not built; t:%s() gives a whole int64 tensor's)", fn,
-             volua_dtype_name(x->dtype), fn, fn);
-    return 1;
-  }
-  /* a 0-D input takes dim 0 (or -1), as in torch: its one element, index 0 */
+  /* values of the input's dtype (float32 or int64), as torch.max; a 0-D input takes dim 0 (or -1),
+   * as in torch: its one element, index 0 */
   volua_mean_geom g;
   int64_t shape[VOLUA_MAX_DIMS];
   int nd;
   if (volua_mean_geom_resolve(&g, shape, &nd, fn, x, x->ndim > 0 ? 1 : 0, &dim, keepdim, err) ||
       check_nonempty(fn, &g, x, err))
     return 1;
-  if (volua_tensor_alloc_result(values, fn, "values", nd, shape, VOLUA_FLOAT32, x->device, err))
+  if (volua_tensor_alloc_result(values, fn, "values", nd, shape, x->dtype, x->device, err))
     return 1;
   if (volua_tensor_alloc_result(indices, fn, "indices", nd, shape, VOLUA_INT64, x->device, err)) {
     volua_tensor_free(values);
