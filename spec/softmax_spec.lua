@@ -161,6 +161,16 @@ local function dim_set(list, n)
   return set
 end
 
+-- a list of rows as a list of columns: the same slices, strided
+local function transpose(rows)
+  local cols = {}
+  for c = 1, #rows[1] do
+    cols[c] = {}
+    for r = 1, #rows do cols[c][r] = rows[r][c] end
+  end
+  return cols
+end
+
 local function shape_str(s) return "{" .. table.concat(s, ", ") .. "}" end
 
 local shapes = {{7}, {3, 5}, {2, 3, 4}, {2, 3, 1, 5}, {1, 3, 2, 2, 3}, {2, 1, 3, 2, 2, 2}}
@@ -208,12 +218,7 @@ describe("softmax and log_softmax (" .. device .. ")", function()
     assert_close(vol.softmax(on_device(x), 2), want_soft, "softmax rows")
     assert_close(vol.log_softmax(on_device(x), 2), want_log, "log_softmax rows")
     -- the same slices as columns (strided): transpose by hand
-    local cols = {}
-    for i = 1, 3 do
-      cols[i] = {}
-      for j = 1, #rows do cols[i][j] = rows[j][i] end
-    end
-    local t = vol.tensor(cols)
+    local t = vol.tensor(transpose(rows))
     local function transposed(list)
       local out = {}
       for i = 1, 3 do for j = 1, #rows do out[#out + 1] = list[(j - 1) * 3 + i] end end
@@ -299,12 +304,7 @@ describe("logsumexp (" .. device .. ")", function()
     assert_close(vol.logsumexp(x, 2), want, "rows")
     for i, g in ipairs(rows) do assert.is_true(close(naive_lse(g), want[i]), "naive row " .. i) end
     -- the same as columns
-    local cols = {}
-    for i = 1, 3 do
-      cols[i] = {}
-      for j = 1, #rows do cols[i][j] = rows[j][i] end
-    end
-    assert_close(vol.logsumexp(on_device(vol.tensor(cols)), 1), want, "columns")
+    assert_close(vol.logsumexp(on_device(vol.tensor(transpose(rows))), 1), want, "columns")
   end)
 
   it("reduces an empty dim to -inf, a 0-D input to itself, and promotes int64", function()
@@ -413,12 +413,7 @@ describe("amax, amin, max and min over dims (" .. device .. ")", function()
       assert.equal(values(select(2, vol.max(x, 2)))[r], ni, "naive index row " .. r)
     end
     -- the same rows as columns (strided)
-    local cols = {}
-    for c = 1, 4 do
-      cols[c] = {}
-      for r = 1, #rows do cols[c][r] = rows[r][c] end
-    end
-    local t = on_device(vol.tensor(cols))
+    local t = on_device(vol.tensor(transpose(rows)))
     v, i = t:max(1)
     assert_exact(v, {3, nan, -inf, 2, nan, inf}, "max values (columns)")
     assert_exact(i, {1, 1, 0, 0, 0, 2}, "max indices (columns)")
