@@ -29,17 +29,16 @@ int volua_softmax(volua_tensor *out, const volua_tensor *x, int dim, int log, ch
     return 1;
   }
 
-  volua_softmax_geom g = {1, 1, 1, log};
+  if (volua_tensor_alloc_result(out, fn, "output", x->ndim, x->shape, VOLUA_FLOAT32, x->device, err))
+    return 1;
+  /* (an empty input's other sizes may multiply past int64: (2^40, 0, 2^40)) */
+  if (volua_tensor_numel(x) == 0) return 0;
+  volua_softmax_geom g = {1, 1, 1, log}; /* the three products make the element count: no overflow */
   for (int i = 0; i < x->ndim; i++) {
     if (i < dim) g.outer *= x->shape[i];
     else if (i == dim) g.size = x->shape[i];
     else g.inner *= x->shape[i];
   }
-  /* (the products cannot overflow: their product is the input's element count... unless a size
-   * is 0: then nothing is computed below) */
-  if (volua_tensor_alloc_result(out, fn, "output", x->ndim, x->shape, VOLUA_FLOAT32, x->device, err))
-    return 1;
-  if (volua_tensor_numel(x) == 0) return 0;
 
   const float *xp = volua_tensor_f32(x);
   float *yp = volua_tensor_f32(out);
