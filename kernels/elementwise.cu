@@ -1,5 +1,11 @@
 // elementwise.cu: tensor arithmetic with broadcasting, fills, dtype conversion and whole-tensor
 // reductions (sum, max, min, max_abs_diff, allclose), matching src/cpu/elementwise.c.
+// The ops here, by name:
+//   binary: add, sub, mul, div, maximum, minimum (bin_f32, bin_i64, scalar_f32_rule)
+//   unary: neg, abs, relu (unary_f32_rule); the activations, one rule each (<name>_rule, under
+//     "activations"): tanh, sigmoid, exp, log, sqrt, gelu, gelu_tanh, silu, mish, softplus, elu,
+//     leaky_relu, hardswish, hardsigmoid, clamp (hardtanh is clamp; clamp_i64_kernel for int64)
+//   fill, convert, reduce (sum, max, min), max_abs_diff, allclose
 #include <math.h>
 #include <stdint.h>
 #include <type_traits>
@@ -8,6 +14,11 @@
 
 // -- element rules, shared by the kernels below (the CPU's, in src/cpu/elementwise.c) ----
 
+// maximum / minimum: NaN propagates (torch.maximum), else the first operand on ties, as the CPU's
+// max_nan / min_nan (exact in any precision).
+template <typename V> __device__ __forceinline__ V max_nan(V a, V b) { return a != a ? a : b != b ? b : a < b ? b : a; }
+template <typename V> __device__ __forceinline__ V min_nan(V a, V b) { return a != a ? a : b != b ? b : b < a ? b : a; }
+
 // float32 arithmetic as the CPU does it: in double, rounded once to float.
 __device__ __forceinline__ float bin_f32(float a, float b, int op) {
   double x = a, y = b;
@@ -15,6 +26,8 @@ __device__ __forceinline__ float bin_f32(float a, float b, int op) {
   case VOLUA_BIN_ADD: return (float)(x + y);
   case VOLUA_BIN_SUB: return (float)(x - y);
   case VOLUA_BIN_MUL: return (float)(x * y);
+  case VOLUA_BIN_MAXIMUM: return max_nan(a, b);
+  case VOLUA_BIN_MINIMUM: return min_nan(a, b);
   default: return (float)(x / y);
   }
 }
@@ -26,6 +39,8 @@ __device__ __forceinline__ int64_t bin_i64(int64_t a, int64_t b, int op) {
   switch (op) {
   case VOLUA_BIN_ADD: return (int64_t)(x + y);
   case VOLUA_BIN_SUB: return (int64_t)(x - y);
+  case VOLUA_BIN_MAXIMUM: return max_nan(a, b);
+  case VOLUA_BIN_MINIMUM: return min_nan(a, b);
   default: return (int64_t)(x * y);
   }
 }
@@ -192,6 +207,8 @@ struct scalar_f32_rule {
     case VOLUA_BIN_ADD: return v + s;
     case VOLUA_BIN_SUB: return scalar_first ? s - v : v - s;
     case VOLUA_BIN_MUL: return v * s;
+    case VOLUA_BIN_MAXIMUM: return max_nan(v, s);
+    case VOLUA_BIN_MINIMUM: return min_nan(v, s);
     default: return scalar_first ? __fdiv_rn(s, v) : __fdiv_rn(v, s);
     }
   }
@@ -219,6 +236,99 @@ static __global__ void unary_i64_kernel(int64_t n, const int64_t *__restrict__ a
     y[i] = op == VOLUA_UN_NEG ? neg : op == VOLUA_UN_ABS ? (v < 0 ? neg : v) : (v < 0 ? 0 : v);
   }
 }
+
+// -- activations: PyTorch's formulas in float (as its CUDA kernels compute them), with CUDA's
+// accurate functions (expf, tanhf, erff, logf, log1pf, expm1f; sqrtf and "/" IEEE-rounded: no
+// fast-math), so that each result is within a few ulp of the CPU's double reference; the bounds
+// are derived in spec/activation_spec.lua. One rule per op, so that each map keeps
+// map1_f32_kernel's straight-line loop. ----
+
+struct tanh_rule {
+  __device__ __forceinline__ float operator()(float x) const { return tanhf(x); }
+};
+struct sigmoid_rule { // expf(-x) = inf for x < -88.7: 1 / inf = 0
+  __device__ __forceinline__ float operator()(float x) const { return 1.0f / (1.0f + expf(-x)); }
+};
+struct exp_rule {
+  __device__ __forceinline__ float operator()(float x) const { return expf(x); }
+};
+struct log_rule {
+  __device__ __forceinline__ float operator()(float x) const { return logf(x); }
+};
+struct sqrt_rule {
+  __device__ __forceinline__ float operator()(float x) const { return sqrtf(x); }
+};
+struct gelu_rule {
+  __device__ __forceinline__ float operator()(float x) const {
+    return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+  }
+};
+struct gelu_tanh_rule { // x * x * x overflows to inf for |x| > 7e12: tanh(+-inf) = +-1, as in double
+  __device__ __forceinline__ float operator()(float x) const {
+    const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
+    return 0.5f * x * (1.0f + tanhf(beta * (x + kappa * (x * x * x))));
+  }
+};
+struct silu_rule {
+  __device__ __forceinline__ float operator()(float x) const { return x / (1.0f + expf(-x)); }
+};
+struct mish_rule {
+  __device__ __forceinline__ float operator()(float x) const { return x * tanhf(log1pf(expf(x))); }
+};
+// The threshold test in double, as the CPU makes it, so that both take the same branch (float
+// rounding of x * beta could flip it, and the two branches differ by up to log(2) / beta).
+struct softplus_rule {
+  double beta, threshold;
+  float fbeta;
+  __device__ __forceinline__ float operator()(float x) const {
+    const double z = (double)x * beta;
+    return z > threshold ? x : log1pf(expf((float)z)) / fbeta;
+  }
+};
+struct elu_rule {
+  float alpha;
+  __device__ __forceinline__ float operator()(float x) const { return x > 0.0f ? x : expm1f(x) * alpha; }
+};
+struct leaky_relu_rule {
+  float slope;
+  __device__ __forceinline__ float operator()(float x) const { return x > 0.0f ? x : x * slope; }
+};
+// std::min(std::max(...)) as comparisons, so that NaN passes through (fminf / fmaxf would drop it)
+struct hardswish_rule {
+  __device__ __forceinline__ float operator()(float x) const {
+    float m = x + 3.0f;
+    m = m < 0.0f ? 0.0f : m;
+    m = 6.0f < m ? 6.0f : m;
+    return x * m / 6.0f;
+  }
+};
+struct hardsigmoid_rule {
+  __device__ __forceinline__ float operator()(float x) const {
+    float m = x + 3.0f;
+    m = m < 0.0f ? 0.0f : m;
+    m = 6.0f < m ? 6.0f : m;
+    return m / 6.0f;
+  }
+};
+// Bounds rounded to float give the CPU's result exactly: x is a float and rounding is monotonic.
+struct clamp_rule {
+  float lo, hi;
+  __device__ __forceinline__ float operator()(float x) const {
+    const float r = x < lo ? lo : x;
+    return hi < r ? hi : r;
+  }
+};
+
+static __global__ void clamp_i64_kernel(int64_t n, const int64_t *__restrict__ a, int64_t *__restrict__ y,
+                                        int64_t lo, int64_t hi) {
+  VOLUA_GRID_LOOP(i, n) {
+    const int64_t r = a[i] < lo ? lo : a[i];
+    y[i] = hi < r ? hi : r;
+  }
+}
+
+// An int64 clamp bound from its double (-inf and +inf: no bound), as the CPU's bound_i64.
+static inline int64_t bound_i64(double v) { return v <= -0x1p63 ? INT64_MIN : v >= 0x1p63 ? INT64_MAX : (int64_t)v; }
 
 static __global__ void fill_i64_kernel(int64_t n, int64_t *__restrict__ y, int64_t v) {
   VOLUA_GRID_LOOP(i, n) y[i] = v;
@@ -539,13 +649,46 @@ extern "C" int volua_cuda_binary_scalar(int64_t n, int dt, const void *a, double
   return 0;
 }
 
-extern "C" int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua_unop uop, cudaStream_t s,
-                                char *err) {
+// One float32 map of rule f over a[0, n) into y.
+template <class F> static void map1_f32(int64_t n, const void *a, void *y, F f, cudaStream_t s) {
+  map1_f32_kernel<<<map_grid(n), VOLUA_THREADS, 0, s>>>(n, aligned16(a) && aligned16(y), (const float *)a, (float *)y, f);
+}
+
+// The activations' float32 maps (the op layer sends only float32 here).
+static void launch_activation(int64_t n, const void *a, void *y, volua_unop uop, const volua_unary_args *p,
+                              cudaStream_t s) {
+  switch (uop) {
+  case VOLUA_UN_TANH: map1_f32(n, a, y, tanh_rule{}, s); break;
+  case VOLUA_UN_SIGMOID: map1_f32(n, a, y, sigmoid_rule{}, s); break;
+  case VOLUA_UN_EXP: map1_f32(n, a, y, exp_rule{}, s); break;
+  case VOLUA_UN_LOG: map1_f32(n, a, y, log_rule{}, s); break;
+  case VOLUA_UN_SQRT: map1_f32(n, a, y, sqrt_rule{}, s); break;
+  case VOLUA_UN_GELU: map1_f32(n, a, y, gelu_rule{}, s); break;
+  case VOLUA_UN_GELU_TANH: map1_f32(n, a, y, gelu_tanh_rule{}, s); break;
+  case VOLUA_UN_SILU: map1_f32(n, a, y, silu_rule{}, s); break;
+  case VOLUA_UN_MISH: map1_f32(n, a, y, mish_rule{}, s); break;
+  case VOLUA_UN_SOFTPLUS: map1_f32(n, a, y, softplus_rule{p->p0, p->p1, (float)p->p0}, s); break;
+  case VOLUA_UN_ELU: map1_f32(n, a, y, elu_rule{(float)p->p0}, s); break;
+  case VOLUA_UN_LEAKY_RELU: map1_f32(n, a, y, leaky_relu_rule{(float)p->p0}, s); break;
+  case VOLUA_UN_HARDSWISH: map1_f32(n, a, y, hardswish_rule{}, s); break;
+  case VOLUA_UN_HARDSIGMOID: map1_f32(n, a, y, hardsigmoid_rule{}, s); break;
+  default: map1_f32(n, a, y, clamp_rule{(float)p->p0, (float)p->p1}, s); break; // clamp, hardtanh
+  }
+}
+
+extern "C" int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua_unop uop,
+                                const volua_unary_args *p, cudaStream_t s, char *err) {
   const char *op = "unary";
   if (n <= 0) return 0;
   unsigned blocks = volua_grid_for(n, VOLUA_THREADS);
-  if (dt == VOLUA_INT64)
+  const int activation = uop >= VOLUA_UN_TANH;
+  if (dt == VOLUA_INT64 && activation) // clamp (and hardtanh): the only activations kept in int64
+    clamp_i64_kernel<<<blocks, VOLUA_THREADS, 0, s>>>(n, (const int64_t *)a, (int64_t *)y, bound_i64(p->p0),
+                                                      bound_i64(p->p1));
+  else if (dt == VOLUA_INT64)
     unary_i64_kernel<<<blocks, VOLUA_THREADS, 0, s>>>(n, (const int64_t *)a, (int64_t *)y, (int)uop);
+  else if (activation)
+    launch_activation(n, a, y, uop, p, s);
   else
     map1_f32_kernel<<<map_grid(n), VOLUA_THREADS, 0, s>>>(n, aligned16(a) && aligned16(y), (const float *)a, (float *)y,
                                                           unary_f32_rule{(int)uop});

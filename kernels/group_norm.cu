@@ -16,9 +16,9 @@
 //   them), then normalises its chunk, which L2 may still hold (ncu on (8, 64, 32, 64, 64): 68 % of
 //   the second read of x came from L2).
 // - three kernels (larger groups, or VOLUA_GN_FUSED=0): gn_stats_kernel (the chunks' moments),
-//   gn_finish_kernel (a group's fold), gn_apply_kernel (a block a chunk of one (sample, channel)
-//   row, so that the row's mean, rstd, weight and bias are one load each; float4s, four in flight
-//   a thread). x is read twice, as PyTorch's kernels read it.
+//   volua_channel_finish_kernel (a group's fold, norm_moments.cuh), gn_apply_kernel (a block a
+//   chunk of one (sample, channel) row, so that the row's mean, rstd, weight and bias are one load
+//   each; float4s, four in flight a thread). x is read twice, as PyTorch's kernels read it.
 // (The first version read x three times, one float at a time, and divided a 64-bit index by S and
 // by C for every value of the apply pass: bench/NOTES.md, thirty-fifth session.)
 #include <math.h>
@@ -27,141 +27,14 @@
 #include <string.h>
 
 #include "common.cuh"
+#include "norm_moments.cuh"
 
 #define GN_THREADS 256
 #define GN_MIN_CHUNK 4096 /* values a chunk at least (a group's for the statistics, a row's to apply) */
 #define GN_FUSED_CHUNK 16384 /* the fused kernel's chunks: 4 blocks an SM on 132 SMs hold 35 MB of them */
 #define GN_FUSED_MAX_GROUP (128 * GN_FUSED_CHUNK) /* larger groups: three passes (measured faster) */
 
-// -- (count, mean, M2) states: Chan, Golub and LeVeque's parallel update ----
-
-struct gn_moments {
-  double n, mean, m2; // m2: the sum of squared deviations from mean
-};
-
-// Folds (nb, mb, m2b) into a. nb > 0.
-__device__ __forceinline__ void gn_fold(gn_moments &a, double nb, double mb, double m2b) {
-  const double n = a.n + nb, d = mb - a.mean, r = nb / n;
-  a.mean += d * r;
-  a.m2 += m2b + d * d * a.n * r;
-  a.n = n;
-}
-
-// K values from registers: their own mean and squared deviations (two passes in double), folded in.
-template <int K> __device__ __forceinline__ void gn_fold_values(gn_moments &a, const float (&v)[K]) {
-  double s = 0.0;
-#pragma unroll
-  for (int k = 0; k < K; k++) s += (double)v[k];
-  const double mb = s * (1.0 / K); // K a power of two: exact
-  double q = 0.0;
-#pragma unroll
-  for (int k = 0; k < K; k++) {
-    const double d = (double)v[k] - mb;
-    q += d * d;
-  }
-  gn_fold(a, (double)K, mb, q);
-}
-
-__device__ __forceinline__ gn_moments gn_shfl_down(const gn_moments &a, int o) {
-  return {__shfl_down_sync(0xffffffffu, a.n, o), __shfl_down_sync(0xffffffffu, a.mean, o),
-          __shfl_down_sync(0xffffffffu, a.m2, o)};
-}
-
-// The block's states folded (a fixed tree in each warp, then the warps in order); valid in thread 0.
-// scratch holds 32 states. Ends with a barrier, so scratch may be reused at once.
-__device__ __forceinline__ gn_moments gn_block_fold(gn_moments a, gn_moments *scratch) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const gn_moments b = gn_shfl_down(a, o);
-    if (b.n > 0) gn_fold(a, b.n, b.mean, b.m2);
-  }
-  if (lane == 0) scratch[warp] = a;
-  __syncthreads();
-  if (threadIdx.x == 0)
-    for (int w = 1; w < nwarps; w++)
-      if (scratch[w].n > 0) gn_fold(a, scratch[w].n, scratch[w].mean, scratch[w].m2);
-  __syncthreads();
-  return a;
-}
-
-// 1 / sqrt(var + eps) of a group's folded moments, as the CPU computes it.
-__device__ __forceinline__ double gn_rstd(const gn_moments &a, double eps) { return 1.0 / sqrt(a.m2 / a.n + eps); }
-
-// -- kernels ----
-
-// This thread's moments of the run p[0, len) (a chunk of one group), before the block's fold.
-__device__ __forceinline__ gn_moments gn_run_moments(const float *__restrict__ p, int64_t len) {
-  const int64_t bd = blockDim.x;
-  gn_moments a = {0.0, 0.0, 0.0};
-  const int64_t head = volua_head16(p, len);
-  if (threadIdx.x < head) gn_fold(a, 1.0, (double)p[threadIdx.x], 0.0);
-  const float4 *p4 = reinterpret_cast<const float4 *>(p + head);
-  const int64_t n4 = (len - head) / 4;
-  int64_t t = threadIdx.x;
-  for (; t + 3 * bd < n4; t += 4 * bd) {
-    float4 u[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) u[k] = p4[t + k * bd];
-    const float v[16] = {u[0].x, u[0].y, u[0].z, u[0].w, u[1].x, u[1].y, u[1].z, u[1].w,
-                         u[2].x, u[2].y, u[2].z, u[2].w, u[3].x, u[3].y, u[3].z, u[3].w};
-    gn_fold_values<16>(a, v);
-  }
-  if (t < n4) { // the last, partial group of four: its loads first, all in flight
-    float4 u[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-      if (t + k * bd < n4) u[k] = p4[t + k * bd];
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-      if (t + k * bd < n4) {
-        const float v[4] = {u[k].x, u[k].y, u[k].z, u[k].w};
-        gn_fold_values<4>(a, v);
-      }
-  }
-  for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) gn_fold(a, 1.0, (double)p[e], 0.0);
-  return a;
-}
-
-// y for one value: the CPU's expression, in double.
-__device__ __forceinline__ float gn_apply(float v, double mean, double rstd, double scale, double shift) {
-  return (float)(((double)v - mean) * rstd * scale + shift);
-}
-
-// y = gn_apply(x) over the run [0, len) of one channel, by the block: float4s from the first 16-byte
-// boundary, four in flight a thread. LAST: x's last read (evict-first loads) and streaming stores,
-// so that L2 keeps what the fused kernel still has to read again.
-template <bool LAST>
-__device__ __forceinline__ void gn_apply_run(const float *__restrict__ xp, float *__restrict__ yp, int64_t len,
-                                             double m, double r, double sc, double sh) {
-  const int64_t bd = blockDim.x;
-  if (((uintptr_t)xp & 15) != ((uintptr_t)yp & 15)) { // x and y apart by other than 16-byte steps
-    for (int64_t e = threadIdx.x; e < len; e += bd) yp[e] = gn_apply(xp[e], m, r, sc, sh);
-    return;
-  }
-  const int64_t head = volua_head16(xp, len);
-  if (threadIdx.x < head) yp[threadIdx.x] = gn_apply(xp[threadIdx.x], m, r, sc, sh);
-  const float4 *x4 = reinterpret_cast<const float4 *>(xp + head);
-  float4 *y4 = reinterpret_cast<float4 *>(yp + head);
-  const int64_t n4 = (len - head) / 4;
-  for (int64_t t = threadIdx.x; t < n4; t += 4 * bd) {
-    float4 u[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-      if (t + k * bd < n4) u[k] = LAST ? __ldcs(x4 + t + k * bd) : x4[t + k * bd];
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-      if (t + k * bd < n4) {
-        const float4 v = make_float4(gn_apply(u[k].x, m, r, sc, sh), gn_apply(u[k].y, m, r, sc, sh),
-                                     gn_apply(u[k].z, m, r, sc, sh), gn_apply(u[k].w, m, r, sc, sh));
-        if (LAST)
-          __stcs(y4 + t + k * bd, v);
-        else
-          y4[t + k * bd] = v;
-      }
-  }
-  for (int64_t e = head + 4 * n4 + threadIdx.x; e < len; e += bd) yp[e] = gn_apply(xp[e], m, r, sc, sh);
-}
+// The (count, mean, M2) states, their folds and the apply walk: norm_moments.cuh.
 
 // -- three passes: statistics, their fold, the normalisation ----
 
@@ -169,32 +42,13 @@ __device__ __forceinline__ void gn_apply_run(const float *__restrict__ xp, float
 // its state to part[t].
 static __global__ void __launch_bounds__(GN_THREADS, 4)
     gn_stats_kernel(const float *__restrict__ x, int64_t M, int64_t tasks, int64_t bpg, int64_t chunk,
-                    gn_moments *__restrict__ part) {
-  __shared__ gn_moments scratch[32];
+                    volua_moments *__restrict__ part) {
+  __shared__ volua_moments scratch[32];
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const int64_t grp = task / bpg, lo = (task - grp * bpg) * chunk;
     const int64_t len = lo + chunk < M ? chunk : M - lo;
-    const gn_moments a = gn_block_fold(gn_run_moments(x + grp * M + lo, len), scratch);
+    const volua_moments a = volua_moments_block_fold(volua_run_moments(x + grp * M + lo, len), scratch);
     if (threadIdx.x == 0) part[task] = a;
-  }
-}
-
-// Block per group: its bpg chunk states folded (threads strided over them, then the block), then
-// mean and 1 / sqrt(var + eps) as the CPU computes them.
-static __global__ void gn_finish_kernel(int64_t count, int64_t bpg, double eps, const gn_moments *__restrict__ part,
-                                        double *__restrict__ mean, double *__restrict__ rstd) {
-  __shared__ gn_moments scratch[32];
-  for (int64_t grp = blockIdx.x; grp < count; grp += gridDim.x) {
-    gn_moments a = {0.0, 0.0, 0.0};
-    for (int64_t k = threadIdx.x; k < bpg; k += blockDim.x) {
-      const gn_moments b = part[grp * bpg + k];
-      if (b.n > 0) gn_fold(a, b.n, b.mean, b.m2);
-    }
-    a = gn_block_fold(a, scratch);
-    if (threadIdx.x == 0) {
-      mean[grp] = a.mean;
-      rstd[grp] = gn_rstd(a, eps);
-    }
   }
 }
 
@@ -211,7 +65,7 @@ static __global__ void __launch_bounds__(GN_THREADS, 6)
     const int64_t n = row / g.C, c = row - n * g.C, grp = n * g.groups + c / cpg;
     const double sc = w ? (double)w[c] : 1.0, sh = b ? (double)b[c] : 0.0;
     const int64_t len = lo + chunk < g.S ? chunk : g.S - lo;
-    gn_apply_run<false>(x + row * g.S + lo, y + row * g.S + lo, len, mean[grp], rstd[grp], sc, sh);
+    volua_norm_apply_run<false>(x + row * g.S + lo, y + row * g.S + lo, len, mean[grp], rstd[grp], sc, sh);
   }
 }
 
@@ -229,9 +83,9 @@ static __global__ void __launch_bounds__(GN_THREADS, 6)
 static __global__ void __launch_bounds__(GN_THREADS, 4)
     gn_fused_kernel(volua_group_norm_geom g, int64_t M, int64_t bpg, int64_t chunk, const float *__restrict__ x,
                     const float *__restrict__ w, const float *__restrict__ b, float *__restrict__ y,
-                    gn_moments *__restrict__ part, double2 *__restrict__ stat, unsigned long long *next,
+                    volua_moments *__restrict__ part, double2 *__restrict__ stat, unsigned long long *next,
                     unsigned int *cnt, unsigned int *flag) {
-  __shared__ gn_moments scratch[32];
+  __shared__ volua_moments scratch[32];
   __shared__ int64_t s_task;
   __shared__ int s_last;
   __shared__ double s_mean, s_rstd;
@@ -246,11 +100,11 @@ static __global__ void __launch_bounds__(GN_THREADS, 4)
     const int64_t grp = task / bpg, lo = (task - grp * bpg) * chunk;
     const int64_t len = lo + chunk < M ? chunk : M - lo;
     const float *xg = x + grp * M;
-    gn_moments a = gn_block_fold(gn_run_moments(xg + lo, len), scratch);
+    volua_moments a = volua_moments_block_fold(volua_run_moments(xg + lo, len), scratch);
     if (bpg == 1) {
       if (threadIdx.x == 0) {
         s_mean = a.mean;
-        s_rstd = gn_rstd(a, g.eps);
+        s_rstd = volua_moments_rstd(a, g.eps);
       }
     } else {
       if (threadIdx.x == 0) {
@@ -265,12 +119,12 @@ static __global__ void __launch_bounds__(GN_THREADS, 4)
         const double *pd = reinterpret_cast<const double *>(part + grp * bpg);
         for (int64_t k = threadIdx.x; k < bpg; k += blockDim.x) {
           const double n = __ldcg(pd + 3 * k), mb = __ldcg(pd + 3 * k + 1), m2 = __ldcg(pd + 3 * k + 2);
-          gn_fold(a, n, mb, m2);
+          volua_moments_fold(a, n, mb, m2);
         }
-        a = gn_block_fold(a, scratch);
+        a = volua_moments_block_fold(a, scratch);
         if (threadIdx.x == 0) {
           s_mean = a.mean;
-          s_rstd = gn_rstd(a, g.eps);
+          s_rstd = volua_moments_rstd(a, g.eps);
           stat[grp] = make_double2(s_mean, s_rstd);
           __threadfence();
           atomicExch(flag + grp, 1u);
@@ -291,7 +145,7 @@ static __global__ void __launch_bounds__(GN_THREADS, 4)
     for (int64_t j = lo / g.S; j <= j1; j++) {
       const int64_t a0 = j * g.S > lo ? j * g.S : lo, a1 = (j + 1) * g.S < lo + len ? (j + 1) * g.S : lo + len;
       const double sc = w ? (double)w[c0 + j] : 1.0, sh = b ? (double)b[c0 + j] : 0.0;
-      gn_apply_run<true>(xg + a0, y + grp * M + a0, a1 - a0, m, r, sc, sh);
+      volua_norm_apply_run<true>(xg + a0, y + grp * M + a0, a1 - a0, m, r, sc, sh);
     }
     __syncthreads(); // s_task, s_mean and s_rstd are rewritten by the next task
   }
@@ -340,11 +194,11 @@ static int launch_group_norm_fused(const volua_group_norm_geom *g, const float *
   // next, cnt[count], flag[count]
   const int64_t part_n = bpg > 1 ? tasks : 0;
   const int64_t sync_bytes = 8 + 8 * count;
-  const int64_t bytes = count * (int64_t)sizeof(double2) + part_n * (int64_t)sizeof(gn_moments) + sync_bytes;
+  const int64_t bytes = count * (int64_t)sizeof(double2) + part_n * (int64_t)sizeof(volua_moments) + sync_bytes;
   void *scratch = NULL;
   if (volua_cuda_malloc(&scratch, bytes, err)) return 1;
   double2 *stat = (double2 *)scratch;
-  gn_moments *part = (gn_moments *)(stat + count);
+  volua_moments *part = (volua_moments *)(stat + count);
   unsigned long long *next = (unsigned long long *)(part + part_n);
   unsigned int *cnt = (unsigned int *)(next + 1), *flag = cnt + count;
   volua_group_norm_geom gg = *g;
@@ -392,9 +246,9 @@ static int launch_group_norm(const volua_group_norm_geom *g, const float *x, con
   const int64_t atasks = rows * cpr;
 
   void *scratch = NULL;
-  const int64_t bytes = tasks * (int64_t)sizeof(gn_moments) + 2 * count * (int64_t)sizeof(double);
+  const int64_t bytes = tasks * (int64_t)sizeof(volua_moments) + 2 * count * (int64_t)sizeof(double);
   if (volua_cuda_malloc(&scratch, bytes, err)) return 1;
-  gn_moments *part = (gn_moments *)scratch;
+  volua_moments *part = (volua_moments *)scratch;
   double *mean = (double *)(part + tasks), *rstd = mean + count;
   const unsigned sgrid = (unsigned)(tasks < stats_resident ? tasks : stats_resident);
   const unsigned fgrid = (unsigned)(count < 65535 ? count : 65535);
@@ -402,7 +256,8 @@ static int launch_group_norm(const volua_group_norm_geom *g, const float *x, con
   gn_stats_kernel<<<sgrid, GN_THREADS, 0, s>>>(x, M, tasks, bpg, chunk, part);
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) {
-    gn_finish_kernel<<<fgrid, GN_THREADS, 0, s>>>(count, bpg, g->eps, part, mean, rstd);
+    // (a group's fold is a channel's of norm_moments.cuh, without running statistics)
+    volua_channel_finish_kernel<<<fgrid, GN_THREADS, 0, s>>>(count, bpg, g->eps, 0.0, part, mean, rstd, NULL, NULL);
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) {

@@ -57,8 +57,10 @@ int volua_cuda_binary(const volua_bcast_geom *g, int dt, const void *a, const vo
                       volua_binop op, cudaStream_t s, char *err);
 int volua_cuda_binary_scalar(int64_t n, int dt, const void *a, double v, void *y, volua_binop op,
                              int scalar_first, cudaStream_t s, char *err);
-int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua_unop op, cudaStream_t s,
-                     char *err);
+/* unary: neg, abs, relu and the activations (float32; CUDA's accurate float functions, within a
+ * few ulp of the CPU); int64: neg, abs, relu, clamp. p: the op's parameters; hardtanh arrives as clamp. */
+int volua_cuda_unary(int64_t n, int dt, const void *a, void *y, volua_unop op,
+                     const volua_unary_args *p, cudaStream_t s, char *err);
 int volua_cuda_fill(int64_t n, int dt, void *y, double v, cudaStream_t s, char *err);
 int volua_cuda_convert(int64_t n, int dst_dt, void *dst, int src_dt, const void *src,
                        cudaStream_t s, char *err);
@@ -77,6 +79,15 @@ int volua_cuda_softmax(const volua_softmax_geom *g, const float *x, float *y, cu
                        char *err);
 int volua_cuda_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, int dt, const void *x,
                            void *y, int64_t *indices, cudaStream_t s, char *err);
+
+/* batch_norm.cu (batch_norm, and instance_norm's running-statistics update) and layer_norm.cu: as
+ * their CPU twins in src/cpu/cpu.h. */
+int volua_cuda_batch_norm(const volua_batch_norm_geom *g, const float *x, const float *w, const float *b,
+                          float *running_mean, float *running_var, float *y, cudaStream_t s, char *err);
+int volua_cuda_instance_norm_update(const volua_batch_norm_geom *g, const float *x, float *running_mean,
+                                    float *running_var, cudaStream_t s, char *err);
+int volua_cuda_layer_norm(const volua_layer_norm_geom *g, const float *x, const float *w, const float *b,
+                          float *y, cudaStream_t s, char *err);
 
 #ifdef __cplusplus
 }

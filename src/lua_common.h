@@ -57,6 +57,10 @@ int volua_lua_read_dim(lua_State *L, const char *fn, int idx, int ndim, const ch
 int volua_lua_read_dims(lua_State *L, const char *fn, int idx, int ndim, int dims[VOLUA_MAX_DIMS]);
 /* t:max(dim [, keepdim]) and t:min(...) (lua_softmax.c): vol.max / vol.min from a method. */
 int volua_lua_max_dim(lua_State *L, int is_max);
+
+/* lua_activation.c: tanh, sigmoid, exp, log, sqrt, gelu, silu, mish, softplus, elu, leaky_relu,
+ * hardtanh, hardswish, hardsigmoid, clamp (methods and functions), vol.relu, vol.abs */
+void volua_lua_open_activation(lua_State *L);
 /* Adds methods to the Tensor method table (from any binding file). */
 void volua_lua_add_methods(lua_State *L, const luaL_Reg *methods);
 

@@ -461,7 +461,7 @@ static int m_copy(lua_State *L) {
 /* -- arithmetic ---- */
 
 static int arith(lua_State *L, volua_binop op) {
-  static const char *names[] = {"add", "sub", "mul", "div"};
+  static const char *names[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
   volua_tensor *a = volua_lua_test_tensor(L, 1), *b = volua_lua_test_tensor(L, 2);
   if (!a && !b) /* only when called directly, as Tensor.add(1, 2) */
     luaL_error(L, "%s: operands must be tensors or numbers, one a tensor, got %s and %s", names[op],
@@ -490,6 +490,10 @@ static int mm_add(lua_State *L) { return arith(L, VOLUA_BIN_ADD); }
 static int mm_sub(lua_State *L) { return arith(L, VOLUA_BIN_SUB); }
 static int mm_mul(lua_State *L) { return arith(L, VOLUA_BIN_MUL); }
 static int mm_div(lua_State *L) { return arith(L, VOLUA_BIN_DIV); }
+/* vol.maximum(a, b), vol.minimum(a, b): torch.maximum / torch.minimum with broadcasting; a number
+ * operand is a 0-dim scalar (dtype rules as the arithmetic's) */
+static int l_maximum(lua_State *L) { return arith(L, VOLUA_BIN_MAXIMUM); }
+static int l_minimum(lua_State *L) { return arith(L, VOLUA_BIN_MINIMUM); }
 
 static int unary(lua_State *L, volua_unop op, const char *fname) {
   volua_tensor *t = volua_lua_check_tensor(L, 1, fname, "self");
@@ -654,6 +658,8 @@ static const luaL_Reg functions[] = {
   {"tensor", l_tensor}, {"empty", l_empty}, {"zeros", l_zeros}, {"ones", l_ones},
   {"full", l_full}, {"rand", l_rand}, {"randn", l_randn}, {"arange", l_arange},
   {"manual_seed", l_manual_seed}, {"max_abs_diff", l_max_abs_diff}, {"allclose", l_allclose},
+  /* elementwise maximum and minimum (the binary family) */
+  {"maximum", l_maximum}, {"minimum", l_minimum},
   {NULL, NULL}};
 
 static const luaL_Reg methods[] = {

@@ -70,8 +70,29 @@ typedef enum { VOLUA_MATH_FP32 = 0, VOLUA_MATH_TF32 = 1 } volua_math_mode;
 
 /* -- elementwise and reductions (tensor methods) ---- */
 
-typedef enum { VOLUA_BIN_ADD = 0, VOLUA_BIN_SUB, VOLUA_BIN_MUL, VOLUA_BIN_DIV } volua_binop;
-typedef enum { VOLUA_UN_NEG = 0, VOLUA_UN_ABS, VOLUA_UN_RELU } volua_unop;
+/* maximum and minimum: torch.maximum / torch.minimum (NaN propagates) */
+typedef enum {
+  VOLUA_BIN_ADD = 0, VOLUA_BIN_SUB, VOLUA_BIN_MUL, VOLUA_BIN_DIV,
+  VOLUA_BIN_MAXIMUM, VOLUA_BIN_MINIMUM
+} volua_binop;
+/* The activations after RELU compute in float32 (src/ops/elementwise.c says which promote int64
+ * and which refuse it); GELU_TANH is gelu with approximate="tanh"; HARDTANH reaches the backends
+ * as CLAMP. */
+typedef enum {
+  VOLUA_UN_NEG = 0, VOLUA_UN_ABS, VOLUA_UN_RELU,
+  VOLUA_UN_TANH, VOLUA_UN_SIGMOID, VOLUA_UN_EXP, VOLUA_UN_LOG, VOLUA_UN_SQRT, VOLUA_UN_GELU,
+  VOLUA_UN_GELU_TANH, VOLUA_UN_SILU, VOLUA_UN_MISH, VOLUA_UN_SOFTPLUS, VOLUA_UN_ELU,
+  VOLUA_UN_LEAKY_RELU, VOLUA_UN_HARDTANH, VOLUA_UN_HARDSWISH, VOLUA_UN_HARDSIGMOID, VOLUA_UN_CLAMP,
+  VOLUA_UN_COUNT
+} volua_unop;
+/* The parameters of the unary ops that take some, as doubles (PyTorch's Scalars):
+ *   softplus: p0 beta, p1 threshold;  elu: p0 alpha;  leaky_relu: p0 negative_slope;
+ *   clamp (and hardtanh): p0 min, p1 max; an absent bound (clamp's nil) is -inf / +inf with
+ *   has_p0 / has_p1 0 (the backends see no NaN bound: the op layer settles those). */
+typedef struct volua_unary_args {
+  double p0, p1;
+  int has_p0, has_p1;
+} volua_unary_args;
 typedef enum { VOLUA_RED_SUM = 0, VOLUA_RED_MAX, VOLUA_RED_MIN } volua_reduce_op;
 
 /* Broadcast of two operands to `shape`: element i of the output reads a and b through
@@ -94,4 +115,22 @@ typedef struct volua_softmax_geom {
 
 /* logsumexp, amax / amin (and max / min with indices, one dim): over volua_mean_geom's reduced dims. */
 typedef enum { VOLUA_DIMRED_LOGSUMEXP = 0, VOLUA_DIMRED_MAX, VOLUA_DIMRED_MIN } volua_dim_reduce_op;
+
+/* -- batch_norm, instance_norm, layer_norm (the norm family beside group_norm) ---- */
+
+/* batch_norm, and instance_norm's running statistics: x viewed as (N, C, S), S the product of the
+ * dims after C; a channel's statistics cover its N runs of S values (an instance's: one run). */
+typedef struct volua_batch_norm_geom {
+  int64_t N, C, S;
+  double eps;
+  double momentum; /* running = momentum * batch statistic + (1 - momentum) * running, as torch */
+  int training;    /* 1: the batch's statistics (the running ones updated where given); 0: the running ones */
+} volua_batch_norm_geom;
+
+/* layer_norm: x viewed as (rows, cols), each row normalised over its cols values (the trailing
+ * normalized_shape); weight and bias have cols values, applied elementwise. */
+typedef struct volua_layer_norm_geom {
+  int64_t rows, cols;
+  double eps;
+} volua_layer_norm_geom;
 #endif

@@ -84,6 +84,10 @@ int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b
 int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volua_binop op,
                         int scalar_first, char *err);
 int volua_unary(volua_tensor *out, const volua_tensor *a, volua_unop op, char *err);
+/* -- activations and clamp: the unary family with its parameters (args may be NULL for the ops
+ * that take none); the dtype rules are torch's (src/ops/elementwise.c) ---- */
+int volua_unary_with_args(volua_tensor *out, const volua_tensor *a, volua_unop op,
+                          const volua_unary_args *args, char *err);
 int volua_fill(volua_tensor *t, double v, char *err);
 int volua_reduce_all(const volua_tensor *t, volua_reduce_op op, double *result, char *err);
 int volua_max_abs_diff(const volua_tensor *a, const volua_tensor *b, double *result, char *err);
@@ -117,5 +121,21 @@ int volua_amax(volua_tensor *out, const volua_tensor *x, int ndims, const int *d
 /* torch.max(x, dim) (is_max) / torch.min(x, dim): values and int64 indices (0-based). */
 int volua_max_dim(volua_tensor *values, volua_tensor *indices, const volua_tensor *x, int dim,
                   int keepdim, int is_max, char *err);
+
+/* -- batch_norm, instance_norm, layer_norm (src/ops/batch_norm.c, instance_norm.c, layer_norm.c) ---- */
+
+/* F.batch_norm: running_mean / running_var (C values each, or NULL; required when !training) are
+ * updated in place when training (momentum as torch's; the variance unbiased). */
+int volua_batch_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *running_mean,
+                     volua_tensor *running_var, const volua_tensor *weight, const volua_tensor *bias,
+                     int training, double momentum, double eps, char *err);
+/* F.instance_norm: with use_input_stats, group_norm with C groups (and the running statistics, where
+ * given, updated with the batch's mean of the instances' statistics); without, batch_norm's eval. */
+int volua_instance_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *running_mean,
+                        volua_tensor *running_var, const volua_tensor *weight, const volua_tensor *bias,
+                        int use_input_stats, double momentum, double eps, char *err);
+/* F.layer_norm over the trailing nnorm dims, which must equal normalized_shape[0 .. nnorm). */
+int volua_layer_norm(volua_tensor *out, const volua_tensor *x, int nnorm, const int64_t *normalized_shape,
+                     const volua_tensor *weight, const volua_tensor *bias, double eps, char *err);
 
 #endif

@@ -229,6 +229,27 @@ doc("vol.group_norm", [==[
 vol.group_norm(x, num_groups [, weight [, bias [, eps=1e-5]]]) -> tensor
   As torch.nn.functional.group_norm, on any rank >= 2 (channels in dimension 2).
   Example: y = vol.group_norm(x, 2, vol.ones({4}), vol.zeros({4}))]==])
+-- batch_norm, instance_norm, layer_norm (the norm family beside group_norm)
+doc("vol.batch_norm", [==[
+vol.batch_norm(x, running_mean, running_var [, weight [, bias [, training=false
+               [, momentum=0.1 [, eps=1e-5]]]]]) -> tensor
+  As torch.nn.functional.batch_norm on (N, C, *): training normalises with each channel's batch
+  mean and biased variance and updates running_mean / running_var in place (when given):
+  running = momentum * batch + (1 - momentum) * running, the variance unbiased. Otherwise the
+  running statistics (required then) are used. Weight, bias and running stats have C values.
+  Example: y = vol.batch_norm(x, rm, rv, nil, nil, true)   -- rm, rv updated]==])
+doc("vol.instance_norm", [==[
+vol.instance_norm(x [, {running_mean=, running_var=, weight=, bias=, use_input_stats=true,
+                        momentum=0.1, eps=1e-5}]) -> tensor
+  As torch.nn.functional.instance_norm on (N, C, *): each (sample, channel) normalised over its
+  own values; running statistics, when given, updated in place with the batch's mean of the
+  instances' means and unbiased variances. use_input_stats=false uses the running statistics.
+  Example: y = vol.instance_norm(x, {weight = w, bias = b})]==])
+doc("vol.layer_norm", [==[
+vol.layer_norm(x, normalized_shape [, weight [, bias [, eps=1e-5]]]) -> tensor
+  As torch.nn.functional.layer_norm: normalises over the trailing dims normalized_shape (a size or
+  a list, which x's last dims must equal); weight and bias of that shape, elementwise.
+  Example: y = vol.layer_norm(x, {16, 16}, vol.ones({16, 16}), vol.zeros({16, 16}))]==])
 doc("vol.mean", [==[
 vol.mean(x [, dims [, keepdim=false]]) -> tensor
   As torch.mean; dims is a 1-based number or list, nil means all dimensions.
@@ -282,6 +303,89 @@ doc("vol.min", [==[
 vol.min(x, dim [, keepdim=false]) -> values, indices
   As torch.min(x, dim); as vol.max.
   Example: v, i = x:min(-1, true)]==])
+-- activations and clamp (each also a method: x:gelu("tanh") is vol.gelu(x, "tanh")), maximum, minimum
+section("Activations and elementwise", "float32; each also a method, x:tanh() is vol.tanh(x)")
+doc("vol.tanh", [==[
+vol.tanh(x), x:tanh() -> tensor
+  tanh elementwise, as torch.tanh; int64 inputs give float32.
+  Example: y = vol.tanh(x)]==])
+doc("vol.sigmoid", [==[
+vol.sigmoid(x), x:sigmoid() -> tensor
+  1 / (1 + exp(-x)) elementwise, as torch.sigmoid (sigmoid(-1000) = 0); int64 gives float32.
+  Example: p = logits:sigmoid()]==])
+doc("vol.exp", [==[
+vol.exp(x), x:exp() -> tensor
+  e^x elementwise, as torch.exp; int64 inputs give float32.
+  Example: vol.exp(vol.zeros({3}))   -- ones]==])
+doc("vol.log", [==[
+vol.log(x), x:log() -> tensor
+  The natural logarithm, as torch.log: log(0) = -inf, log(x < 0) = NaN; int64 gives float32.
+  Example: vol.log(x:abs() + 1e-6)]==])
+doc("vol.sqrt", [==[
+vol.sqrt(x), x:sqrt() -> tensor
+  The square root, as torch.sqrt: NaN for x < 0; int64 inputs give float32.
+  Example: d = (a - b):abs():sqrt()]==])
+doc("vol.gelu", [==[
+vol.gelu(x [, approximate="none"]), x:gelu([approximate]) -> tensor
+  As F.gelu: x * 0.5 * (1 + erf(x / sqrt(2))) ("none"), or the tanh approximation
+  0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) ("tanh"). float32 only.
+  Example: y = vol.gelu(x, "tanh")]==])
+doc("vol.silu", [==[
+vol.silu(x), x:silu() -> tensor
+  As F.silu: x / (1 + exp(-x)) (x * sigmoid(x)); NaN at -inf, as PyTorch. float32 only.
+  Example: y = x:silu()]==])
+doc("vol.mish", [==[
+vol.mish(x), x:mish() -> tensor
+  As F.mish: x * tanh(softplus(x)); NaN at -inf, as PyTorch. float32 only.
+  Example: y = x:mish()]==])
+doc("vol.softplus", [==[
+vol.softplus(x [, beta=1 [, threshold=20]]) -> tensor
+  As F.softplus: log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
+  float32 only.
+  Example: y = vol.softplus(x, 2, 10)]==])
+doc("vol.elu", [==[
+vol.elu(x [, alpha=1]) -> tensor
+  As F.elu: x for x > 0, alpha * (exp(x) - 1) otherwise. float32 only.
+  Example: y = x:elu(0.5)]==])
+doc("vol.leaky_relu", [==[
+vol.leaky_relu(x [, negative_slope=0.01]) -> tensor
+  As F.leaky_relu: x for x > 0, negative_slope * x otherwise. float32 only.
+  Example: y = x:leaky_relu(0.2)]==])
+doc("vol.hardtanh", [==[
+vol.hardtanh(x [, min_val=-1 [, max_val=1]]) -> tensor
+  As F.hardtanh: clamp(x, min_val, max_val); on int64 the bounds are truncated to integers and
+  the result stays int64, as PyTorch.
+  Example: y = x:hardtanh(0, 6)   -- relu6]==])
+doc("vol.hardswish", [==[
+vol.hardswish(x), x:hardswish() -> tensor
+  As F.hardswish: x * min(max(x + 3, 0), 6) / 6 (NaN at -inf, as PyTorch). float32 only.
+  Example: y = x:hardswish()]==])
+doc("vol.hardsigmoid", [==[
+vol.hardsigmoid(x), x:hardsigmoid() -> tensor
+  As F.hardsigmoid: min(max(x + 3, 0), 6) / 6. float32 only.
+  Example: y = x:hardsigmoid()]==])
+doc("vol.clamp", [==[
+vol.clamp(x, min, max), x:clamp(min, max) -> tensor
+  As torch.clamp: min(max(x, min), max); either bound may be nil (not both); NaN stays NaN;
+  min > max gives max. int64 stays int64 with whole bounds (a fractional one gives float32).
+  Example: y = x:clamp(0, nil)   -- relu; x:clamp(nil, 1)]==])
+doc("vol.relu", [==[
+vol.relu(x), x:relu() -> tensor
+  max(x, 0) elementwise, as torch.relu (NaN stays NaN); int64 stays int64.
+  Example: y = vol.relu(x)]==])
+doc("vol.abs", [==[
+vol.abs(x), x:abs() -> tensor
+  |x| elementwise, as torch.abs.
+  Example: vol.abs(a - b):max()]==])
+doc("vol.maximum", [==[
+vol.maximum(a, b) -> tensor
+  The elementwise larger of a and b, as torch.maximum: broadcasting, NaN propagates; either may
+  be a number (a 0-dim scalar); dtypes as the arithmetic's (int64 with float32 gives float32).
+  Example: y = vol.maximum(x, 0)]==])
+doc("vol.minimum", [==[
+vol.minimum(a, b) -> tensor
+  The elementwise smaller of a and b, as torch.minimum (broadcasting, NaN propagates).
+  Example: y = vol.minimum(x, vol.full({1, 4, 1, 1, 1}, 2))]==])
 
 section("Devices and math")
 doc("vol.cuda_available", [==[
@@ -340,7 +444,8 @@ The REPL
   nn = [[
 The nn library: nn = require "volua.nn"
   Modules as torch.nn: nn.Conv3d, nn.ConvTranspose3d, nn.MaxPool3d, nn.GroupNorm, nn.ReLU,
-  nn.Sequential; m(x) runs a module, m:cuda()/m:cpu() move it, m:state_dict() and
+  nn.Sequential, nn.BatchNorm3d, nn.InstanceNorm3d, nn.LayerNorm; m:train() / m:eval() switch
+  training mode (m.training); m(x) runs a module, m:cuda()/m:cpu() move it, m:state_dict() and
   m:load_state_dict(vol.load_safetensors("model.safetensors")) use PyTorch's key names.
   help(nn.Conv3d) (after require "volua.nn") prints a class's constructor.]],
 }

@@ -1,5 +1,5 @@
--- volua.nn: PyTorch-style modules (Conv3d, ConvTranspose3d, MaxPool3d, GroupNorm, ReLU, Mean,
--- Sequential) over vol's ops, with PyTorch's constructor arguments, defaults, initialisation,
+-- volua.nn: PyTorch-style modules (Conv3d, ConvTranspose3d, MaxPool3d, GroupNorm, BatchNorm3d,
+-- InstanceNorm3d, LayerNorm, ReLU, Mean, Sequential) over vol's ops, with PyTorch's constructor arguments, defaults, initialisation,
 -- repr and state_dict key names, so that weights saved by
 -- safetensors.torch.save_file(model.state_dict(), path) load with
 -- m:load_state_dict(vol.load_safetensors(path)).
@@ -148,7 +148,8 @@ nn.Module = Module
 --   function Scale.new(s) local self = nn.instance(Scale); self.s = s; return self end
 --   function Scale:forward(x) return x * self.s end
 --   function Scale:extra_repr() return tostring(self.s) end
--- (parameters: set self.weight = tensor and self._param_names = {"weight"}).
+-- (parameters: set self.weight = tensor and self._param_names = {"weight"}; buffers, which
+-- state_dict holds but parameters() does not, likewise in self._buffer_names).
 local function class(name)
   local c = {}
   c.__index = c
@@ -159,9 +160,10 @@ local function class(name)
 end
 nn.class = class
 
--- A new instance of class c: no parameters (_param_names lists them, in order) nor children.
+-- A new instance of class c: no parameters (_param_names lists them, in order), buffers
+-- (_buffer_names) nor children; in training mode, as torch's modules start (m:train(), m:eval()).
 local function new(c)
-  return setmetatable({_param_names = {}, _children = {}}, c)
+  return setmetatable({_param_names = {}, _buffer_names = {}, _children = {}, training = true}, c)
 end
 nn.instance = new
 
@@ -205,6 +207,54 @@ function Module:parameters()
   return out
 end
 
+-- Ordered list of {name, tensor} over this module's buffers (BatchNorm3d's running_mean,
+-- running_var, num_batches_tracked) then its children's, with PyTorch's dotted names.
+function Module:named_buffers(prefix, out)
+  prefix, out = prefix or "", out or {}
+  for _, b in ipairs(self._buffer_names or {}) do
+    if self[b] ~= nil then out[#out + 1] = {prefix .. b, self[b]} end
+  end
+  for _, ch in ipairs(self._children) do
+    ch.module:named_buffers(prefix .. ch.name .. ".", out)
+  end
+  return out
+end
+
+function Module:buffers()
+  local out = {}
+  for i, nb in ipairs(self:named_buffers()) do out[i] = nb[2] end
+  return out
+end
+
+-- The state_dict's entries in torch's order: each module's parameters, then its buffers, then its
+-- children's. An entry is {name, tensor, optional}: optional ones (a module's _optional_buffers)
+-- may be missing from a loaded table, as torch lets num_batches_tracked be.
+local function named_state(m, prefix, out)
+  for _, p in ipairs(m._param_names) do
+    if m[p] ~= nil then out[#out + 1] = {prefix .. p, m[p], false} end
+  end
+  for _, b in ipairs(m._buffer_names or {}) do
+    if m[b] ~= nil then out[#out + 1] = {prefix .. b, m[b], (m._optional_buffers or {})[b] == true} end
+  end
+  for _, ch in ipairs(m._children) do named_state(ch.module, prefix .. ch.name .. ".", out) end
+  return out
+end
+
+-- Training mode (mode true, the default) or evaluation mode (false) for this module and every
+-- module under it, as torch's train(); returns the module. m.training says which.
+function Module:train(mode)
+  if mode == nil then mode = true end
+  if type(mode) ~= "boolean" then
+    error("train: training mode is expected to be boolean, got " .. type(mode), 0)
+  end
+  self.training = mode
+  for _, ch in ipairs(self._children) do ch.module:train(mode) end
+  return self
+end
+
+-- m:train(false), as torch's eval().
+function Module:eval() return self:train(false) end
+
 -- Ordered list of {name, module} of the direct children.
 function Module:named_children()
   local out = {}
@@ -218,17 +268,17 @@ function Module:children()
   return out
 end
 
--- A flat table {[name] = tensor} with PyTorch's keys; the tensors are the module's own
--- (not copies), as PyTorch's state_dict. state_dict_keys() gives the keys in order.
+-- A flat table {[name] = tensor} with PyTorch's keys, parameters and buffers; the tensors are
+-- the module's own (not copies), as PyTorch's state_dict. state_dict_keys() gives the keys in order.
 function Module:state_dict()
   local sd = {}
-  for _, np in ipairs(self:named_parameters()) do sd[np[1]] = np[2] end
+  for _, e in ipairs(named_state(self, "", {})) do sd[e[1]] = e[2] end
   return sd
 end
 
 function Module:state_dict_keys()
   local keys = {}
-  for i, np in ipairs(self:named_parameters()) do keys[i] = np[1] end
+  for i, e in ipairs(named_state(self, "", {})) do keys[i] = e[1] end
   return keys
 end
 
@@ -249,7 +299,7 @@ function Module:load_state_dict(tbl, opts)
   if type(tbl) ~= "table" then
     error("load_state_dict: state_dict must be a table {[name] = tensor}, got " .. type(tbl), 0)
   end
-  local params = self:named_parameters()
+  local params = named_state(self, "", {})
   local expected = {}
   local missing, unexpected, errors = {}, {}, {}
   for _, np in ipairs(params) do
@@ -257,7 +307,7 @@ function Module:load_state_dict(tbl, opts)
     expected[name] = true
     local v = tbl[name]
     if v == nil then
-      missing[#missing + 1] = name
+      if not np[3] then missing[#missing + 1] = name end
     elseif not is_tensor(v) then
       errors[#errors + 1] = string.format('value for "%s" must be a tensor, got %s', name, type(v))
     elseif v.shape == nil then -- a freed tensor: no shape to compare, nothing to copy
@@ -291,10 +341,13 @@ function Module:load_state_dict(tbl, opts)
   return {missing_keys = missing, unexpected_keys = unexpected}
 end
 
--- Moves every parameter to dev ("cpu" or "cuda"); returns the module, as PyTorch's .to().
+-- Moves every parameter and buffer to dev ("cpu" or "cuda"); returns the module, as PyTorch's .to().
 function Module:to(dev)
   for _, p in ipairs(self._param_names) do
     if self[p] ~= nil and self[p].device ~= dev then self[p] = self[p]:to(dev) end
+  end
+  for _, b in ipairs(self._buffer_names or {}) do
+    if self[b] ~= nil and self[b].device ~= dev then self[b] = self[b]:to(dev) end
   end
   for _, ch in ipairs(self._children) do ch.module:to(dev) end
   return self
@@ -303,10 +356,12 @@ end
 function Module:cuda() return self:to("cuda") end
 function Module:cpu() return self:to("cpu") end
 
--- The device of the first parameter (nil for a module without any).
+-- The device of the first parameter, else of the first buffer (nil for a module without any).
 function Module:device()
   local ps = self:parameters()
-  return ps[1] and ps[1].device or nil
+  if ps[1] then return ps[1].device end
+  local bs = self:buffers()
+  return bs[1] and bs[1].device or nil
 end
 
 -- -- Conv3d ----
@@ -555,6 +610,176 @@ function GroupNorm:extra_repr()
                        float_repr(self.eps), py(self.affine))
 end
 
+-- -- BatchNorm3d, InstanceNorm3d (torch's _NormBase), LayerNorm ----
+
+-- The arguments torch's _NormBase takes, checked; weight ones and bias zeros when affine, buffers
+-- running_mean zeros, running_var ones and num_batches_tracked (int64, 0-D) 0 when
+-- track_running_stats. momentum = false stands for Python's None (a nil field is no field).
+local function norm_base_init(self, name, num_features, opts, affine_default, track_default)
+  opts = check_opts(name, opts, set_of {"eps", "momentum", "affine", "track_running_stats", "device"})
+  self.num_features = check_count(name, "num_features", num_features, 0)
+  self.eps = opts.eps or 1e-5
+  if type(self.eps) ~= "number" or not (self.eps >= 0 and self.eps < math.huge) then
+    error(string.format("%s: eps must be a finite non-negative number, got %s", name, tostring(self.eps)), 0)
+  end
+  local momentum = opts.momentum
+  if momentum == nil then momentum = 0.1 end
+  if momentum ~= false and type(momentum) ~= "number" then
+    error(string.format("%s: momentum must be a number or false (None: a cumulative average), got %s",
+                        name, type(momentum)), 0)
+  end
+  self.momentum = momentum or nil
+  for _, k in ipairs {"affine", "track_running_stats"} do
+    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+      error(string.format("%s: %s must be true or false, got %s", name, k, type(opts[k])), 0)
+    end
+  end
+  if opts.affine == nil then self.affine = affine_default else self.affine = opts.affine end
+  if opts.track_running_stats == nil then self.track_running_stats = track_default
+  else self.track_running_stats = opts.track_running_stats end
+  local C, dev = {num_features}, {device = opts.device}
+  if self.affine then
+    self.weight = make_param(name, "weight", C, vol.ones, C, dev)
+    self.bias = make_param(name, "bias", C, vol.zeros, C, dev)
+    self._param_names = {"weight", "bias"}
+  end
+  if self.track_running_stats then
+    self.running_mean = make_param(name, "running_mean", C, vol.zeros, C, dev)
+    self.running_var = make_param(name, "running_var", C, vol.ones, C, dev)
+    self.num_batches_tracked = make_param(name, "num_batches_tracked", {}, vol.zeros, {},
+                                          {dtype = "int64", device = opts.device})
+    self._buffer_names = {"running_mean", "running_var", "num_batches_tracked"}
+  end
+end
+
+local function norm_base_repr(self)
+  return string.format("%d, eps=%s, momentum=%s, affine=%s, track_running_stats=%s", self.num_features,
+                       float_repr(self.eps), self.momentum == nil and "None" or float_repr(self.momentum),
+                       py(self.affine), py(self.track_running_stats))
+end
+
+local BatchNorm3d = class("BatchNorm3d")
+nn.BatchNorm3d = BatchNorm3d
+
+-- nn.BatchNorm3d(num_features [, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true,
+-- device=}]); momentum = false: a cumulative average (torch's None).
+function BatchNorm3d.new(num_features, opts)
+  local self = new(BatchNorm3d)
+  norm_base_init(self, "BatchNorm3d", num_features, opts, true, true)
+  -- torch fills in a checkpoint's missing num_batches_tracked (state_dicts from before it existed)
+  self._optional_buffers = {num_batches_tracked = true}
+  return self
+end
+
+-- torch's _BatchNorm.forward: in training, num_batches_tracked counts the batch (before the op runs)
+-- and with momentum None the running statistics take the cumulative average 1 / num_batches_tracked;
+-- the batch's statistics are used in training, and in eval where there are no running ones.
+function BatchNorm3d:forward(x)
+  if not is_tensor(x) then error("BatchNorm3d: input must be a tensor, got " .. type(x), 0) end
+  if x:dim() ~= 5 then
+    error(string.format("BatchNorm3d: expected 5D input (got %dD input)", x:dim()), 0)
+  end
+  local factor = self.momentum or 0.0
+  if self.training and self.track_running_stats and self.num_batches_tracked ~= nil then
+    local nbt = self.num_batches_tracked
+    local count = nbt:item() + 1
+    nbt:fill(count)
+    if self.momentum == nil then factor = 1.0 / count end
+  end
+  local bn_training = self.training or (self.running_mean == nil and self.running_var == nil)
+  local pass_running = not self.training or self.track_running_stats
+  return vol.batch_norm(x, pass_running and self.running_mean or nil, pass_running and self.running_var or nil,
+                        self.weight, self.bias, bn_training, factor, self.eps)
+end
+
+BatchNorm3d.extra_repr = norm_base_repr
+
+local InstanceNorm3d = class("InstanceNorm3d")
+nn.InstanceNorm3d = InstanceNorm3d
+
+-- nn.InstanceNorm3d(num_features [, {eps=1e-5, momentum=0.1, affine=false,
+-- track_running_stats=false, device=}])
+function InstanceNorm3d.new(num_features, opts)
+  local self = new(InstanceNorm3d)
+  norm_base_init(self, "InstanceNorm3d", num_features, opts, false, false)
+  return self
+end
+
+-- torch's _InstanceNorm.forward: (N, C, D, H, W) or unbatched (C, D, H, W); the input's statistics
+-- in training or without running ones (which are then updated), the running ones in eval;
+-- momentum None counts as 0 (torch does not count batches here). A channel count that differs from
+-- num_features is an error with affine, as in torch (which only warns without).
+function InstanceNorm3d:forward(x)
+  if not is_tensor(x) then error("InstanceNorm3d: input must be a tensor, got " .. type(x), 0) end
+  local nd = x:dim()
+  if nd ~= 4 and nd ~= 5 then
+    error(string.format("InstanceNorm3d: expected 4D or 5D input (got %dD input)", nd), 0)
+  end
+  local feature_dim = nd - 4 -- 0-based, as torch prints it
+  if self.affine and x:size(feature_dim + 1) ~= self.num_features then
+    error(string.format("InstanceNorm3d: expected input's size at dim=%d to match num_features (%d), but got: %d.",
+                        feature_dim, self.num_features, x:size(feature_dim + 1)), 0)
+  end
+  local shape = x.shape
+  if nd == 4 then x = x:reshape({1, shape[1], shape[2], shape[3], shape[4]}) end
+  local y = vol.instance_norm(x, {running_mean = self.running_mean, running_var = self.running_var,
+                                  weight = self.weight, bias = self.bias,
+                                  use_input_stats = self.training or not self.track_running_stats,
+                                  momentum = self.momentum or 0.0, eps = self.eps})
+  if nd == 4 then y = y:reshape(shape) end
+  return y
+end
+
+InstanceNorm3d.extra_repr = norm_base_repr
+
+local LayerNorm = class("LayerNorm")
+nn.LayerNorm = LayerNorm
+
+-- nn.LayerNorm(normalized_shape [, {eps=1e-5, elementwise_affine=true, bias=true, device=}]):
+-- normalized_shape a size or a list of sizes; weight ones and bias zeros of that shape.
+function LayerNorm.new(normalized_shape, opts)
+  local name = "LayerNorm"
+  opts = check_opts(name, opts, set_of {"eps", "elementwise_affine", "bias", "device"})
+  local self = new(LayerNorm)
+  if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
+  if type(normalized_shape) ~= "table" then
+    error(string.format("%s: normalized_shape must be a size or a list of sizes, got %s", name,
+                        type(normalized_shape)), 0)
+  end
+  local shape = {}
+  for i, n in ipairs(normalized_shape) do
+    shape[i] = check_count(name, string.format("normalized_shape[%d]", i), n, 0)
+  end
+  self.normalized_shape = shape
+  self.eps = opts.eps or 1e-5
+  if type(self.eps) ~= "number" or not (self.eps >= 0 and self.eps < math.huge) then
+    error(string.format("%s: eps must be a finite non-negative number, got %s", name, tostring(self.eps)), 0)
+  end
+  for _, k in ipairs {"elementwise_affine", "bias"} do
+    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+      error(string.format("%s: %s must be true or false, got %s", name, k, type(opts[k])), 0)
+    end
+  end
+  self.elementwise_affine = opts.elementwise_affine ~= false
+  if self.elementwise_affine then
+    self.weight = make_param(name, "weight", shape, vol.ones, shape, {device = opts.device})
+    if opts.bias ~= false then
+      self.bias = make_param(name, "bias", shape, vol.zeros, shape, {device = opts.device})
+    end
+    self._param_names = {"weight", "bias"}
+  end
+  return self
+end
+
+function LayerNorm:forward(x)
+  return vol.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+end
+
+function LayerNorm:extra_repr()
+  return string.format("%s, eps=%s, elementwise_affine=%s", py(self.normalized_shape), float_repr(self.eps),
+                       py(self.elementwise_affine))
+end
+
 -- -- ReLU ----
 
 local ReLU = class("ReLU")
@@ -576,6 +801,145 @@ function ReLU:forward(x)
 end
 
 function ReLU:extra_repr() return self.inplace and "inplace=True" or "" end
+
+-- -- activations (Tanh, Sigmoid, GELU, SiLU, Mish, Softplus, ELU, LeakyReLU, Hardtanh, Hardswish,
+-- Hardsigmoid): PyTorch's constructor arguments, in its order, defaults and repr; each forward is
+-- the vol function of the same name. inplace, where PyTorch takes it, is accepted and the result is
+-- always new (as nn.ReLU). ----
+
+local function check_input(name, x)
+  if not is_tensor(x) then error(name .. ": input must be a tensor, got " .. type(x), 0) end
+end
+
+-- Makes activation class `name`: params lists its numeric constructor arguments {key, default}
+-- in PyTorch's order, then an inplace flag when `inplace`; forward is apply(self, x); extra_repr
+-- gives what PyTorch's extra_repr prints (nil: nothing); check(self) may reject the arguments.
+local function activation(name, params, inplace, apply, extra_repr, check)
+  local c = class(name)
+  nn[name] = c
+  function c.new(...)
+    local self = new(c)
+    local n = select("#", ...)
+    local most = #params + (inplace and 1 or 0)
+    if n > most then
+      error(string.format("%s: takes at most %d argument%s, got %d", name, most, most == 1 and "" or "s", n), 0)
+    end
+    for i, p in ipairs(params) do
+      local v = select(i, ...)
+      if v == nil then v = p[2] end
+      if type(v) ~= "number" then
+        error(string.format("%s: %s must be a number, got %s", name, p[1], is_tensor(v) and "tensor" or type(v)), 0)
+      end
+      self[p[1]] = v
+    end
+    if inplace then
+      local v = select(#params + 1, ...)
+      if v ~= nil and type(v) ~= "boolean" then
+        error(name .. ": inplace must be true or false, got " .. type(v), 0)
+      end
+      self.inplace = v == true
+    end
+    if check then check(self) end
+    return self
+  end
+  function c:forward(x)
+    check_input(name, x)
+    return apply(self, x)
+  end
+  if extra_repr then c.extra_repr = extra_repr end
+  getmetatable(c).__call = function(_, ...) return c.new(...) end
+  return c
+end
+
+-- Python's repr of a float as PyTorch's extra_repr prints it: 20.0, not float_repr's 2e+01 (Python
+-- writes whole numbers below 1e16 in full).
+local function py_float(x)
+  if x == math.floor(x) and math.abs(x) < 1e16 then return string.format("%.1f", x) end
+  return float_repr(x)
+end
+
+local function inplace_repr(self) return self.inplace and "inplace=True" or "" end
+local function and_inplace(self) return self.inplace and ", inplace=True" or "" end
+
+activation("Tanh", {}, false, function(_, x) return vol.tanh(x) end)
+activation("Sigmoid", {}, false, function(_, x) return vol.sigmoid(x) end)
+activation("SiLU", {}, true, function(_, x) return vol.silu(x) end, inplace_repr)
+activation("Mish", {}, true, function(_, x) return vol.mish(x) end, inplace_repr)
+activation("Hardswish", {}, true, function(_, x) return vol.hardswish(x) end)
+activation("Hardsigmoid", {}, true, function(_, x) return vol.hardsigmoid(x) end)
+activation("Softplus", {{"beta", 1.0}, {"threshold", 20.0}}, false,
+           function(self, x) return vol.softplus(x, self.beta, self.threshold) end,
+           function(self)
+             return "beta=" .. py_float(self.beta) .. ", threshold=" .. py_float(self.threshold)
+           end)
+activation("ELU", {{"alpha", 1.0}}, true, function(self, x) return vol.elu(x, self.alpha) end,
+           function(self) return "alpha=" .. py_float(self.alpha) .. and_inplace(self) end)
+activation("LeakyReLU", {{"negative_slope", 0.01}}, true,
+           function(self, x) return vol.leaky_relu(x, self.negative_slope) end,
+           function(self) return "negative_slope=" .. py_float(self.negative_slope) .. and_inplace(self) end)
+activation("Hardtanh", {{"min_val", -1.0}, {"max_val", 1.0}}, true,
+           function(self, x) return vol.hardtanh(x, self.min_val, self.max_val) end,
+           function(self)
+             return "min_val=" .. py_float(self.min_val) .. ", max_val=" .. py_float(self.max_val) ..
+               and_inplace(self)
+           end,
+           function(self) -- PyTorch's constructor asserts max_val > min_val
+             if not (self.max_val > self.min_val) then
+               error(string.format("Hardtanh: max_val (%s) must be greater than min_val (%s)",
+                                   py_float(self.max_val), py_float(self.min_val)), 0)
+             end
+           end)
+
+-- nn.GELU([approximate="none"]): "none" (erf) or "tanh".
+local GELU = class("GELU")
+nn.GELU = GELU
+function GELU.new(approximate, ...)
+  if select("#", ...) > 0 then error("GELU: takes at most 1 argument, got " .. (select("#", ...) + 1), 0) end
+  if approximate == nil then approximate = "none" end
+  if approximate ~= "none" and approximate ~= "tanh" then
+    error(string.format("GELU: approximate must be \"none\" or \"tanh\", got %s",
+                        type(approximate) == "string" and ('"' .. approximate .. '"') or type(approximate)), 0)
+  end
+  local self = new(GELU)
+  self.approximate = approximate
+  return self
+end
+function GELU:forward(x)
+  check_input("GELU", x)
+  return vol.gelu(x, self.approximate)
+end
+function GELU:extra_repr() return "approximate='" .. self.approximate .. "'" end
+getmetatable(GELU).__call = function(_, ...) return GELU.new(...) end
+
+do -- help texts for the activation modules
+  local ok, help = pcall(require, "volua.help")
+  if ok and type(help) == "table" and type(help.register) == "function" then
+    help.register(nn.Tanh, "nn.Tanh(): vol.tanh(x) as a module, as torch.nn.Tanh.")
+    help.register(nn.Sigmoid, "nn.Sigmoid(): vol.sigmoid(x) = 1 / (1 + exp(-x)) as a module, as torch.nn.Sigmoid.")
+    help.register(nn.GELU, [==[
+nn.GELU([approximate="none"])
+  vol.gelu(x, approximate) as a module, as torch.nn.GELU: "none" uses erf, "tanh" the tanh
+  approximation. repr GELU(approximate='none').]==])
+    help.register(nn.SiLU, "nn.SiLU([inplace=false]): vol.silu(x) = x * sigmoid(x) as a module, as torch.nn.SiLU.")
+    help.register(nn.Mish, "nn.Mish([inplace=false]): vol.mish(x) = x * tanh(softplus(x)) as a module, as torch.nn.Mish.")
+    help.register(nn.Softplus, [==[
+nn.Softplus([beta=1.0 [, threshold=20.0]])
+  vol.softplus(x, beta, threshold) = log(1 + exp(beta * x)) / beta (x itself where beta * x >
+  threshold) as a module, as torch.nn.Softplus.]==])
+    help.register(nn.ELU, [==[
+nn.ELU([alpha=1.0 [, inplace=false]])
+  vol.elu(x, alpha): x for x > 0, alpha * (exp(x) - 1) otherwise, as torch.nn.ELU.]==])
+    help.register(nn.LeakyReLU, [==[
+nn.LeakyReLU([negative_slope=0.01 [, inplace=false]])
+  vol.leaky_relu(x, negative_slope): x for x > 0, negative_slope * x otherwise, as torch.nn.LeakyReLU.]==])
+    help.register(nn.Hardtanh, [==[
+nn.Hardtanh([min_val=-1.0 [, max_val=1.0 [, inplace=false]]])
+  vol.hardtanh(x, min_val, max_val) = clamp(x, min_val, max_val), as torch.nn.Hardtanh
+  (max_val must be greater than min_val).]==])
+    help.register(nn.Hardswish, "nn.Hardswish([inplace=false]): vol.hardswish(x) = x * clamp(x + 3, 0, 6) / 6, as torch.nn.Hardswish.")
+    help.register(nn.Hardsigmoid, "nn.Hardsigmoid([inplace=false]): vol.hardsigmoid(x) = clamp(x + 3, 0, 6) / 6, as torch.nn.Hardsigmoid.")
+  end
+end
 
 -- -- Mean (volua's: PyTorch writes x.mean(dim=...) in forward) ----
 
@@ -851,7 +1215,8 @@ end
 
 -- -- calling the classes: nn.Conv3d(...) is nn.Conv3d.new(...) ----
 
-for _, c in ipairs {Conv3d, ConvTranspose3d, MaxPool3d, GroupNorm, ReLU, Mean, Sequential} do
+for _, c in ipairs {Conv3d, ConvTranspose3d, MaxPool3d, GroupNorm, ReLU, Mean, Sequential,
+                  BatchNorm3d, InstanceNorm3d, LayerNorm} do
   getmetatable(c).__call = function(_, ...) return c.new(...) end
 end
 
@@ -880,6 +1245,21 @@ nn.MaxPool3d(kernel_size [, {stride=kernel_size, padding=0, dilation=1, return_i
   help.register(nn.GroupNorm, [==[
 nn.GroupNorm(num_groups, num_channels [, {eps=1e-5, affine=true}])
   As torch.nn.GroupNorm: weight ones, bias zeros (when affine).]==])
+  help.register(nn.BatchNorm3d, [==[
+nn.BatchNorm3d(num_features [, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true}])
+  As torch.nn.BatchNorm3d on (N, C, D, H, W): weight ones, bias zeros (affine); buffers
+  running_mean zeros, running_var ones, num_batches_tracked (int64) 0, in state_dict. Training
+  (m:train(), the default) normalises with the batch's statistics and updates the running ones in
+  place; m:eval() uses the running ones. momentum = false is torch's None: a cumulative average.]==])
+  help.register(nn.InstanceNorm3d, [==[
+nn.InstanceNorm3d(num_features [, {eps=1e-5, momentum=0.1, affine=false, track_running_stats=false}])
+  As torch.nn.InstanceNorm3d on (N, C, D, H, W) or (C, D, H, W): each (sample, channel) normalised
+  over its own values; with track_running_stats, running statistics updated in training and used
+  in eval (m:eval()).]==])
+  help.register(nn.LayerNorm, [==[
+nn.LayerNorm(normalized_shape [, {eps=1e-5, elementwise_affine=true, bias=true}])
+  As torch.nn.LayerNorm: vol.layer_norm over the trailing normalized_shape (a size or a list);
+  weight ones and bias zeros of that shape.]==])
   help.register(nn.ReLU, "nn.ReLU(): max(x, 0) elementwise.")
   help.register(nn.Mean, [==[
 nn.Mean([dims [, keepdim=false]])

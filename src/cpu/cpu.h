@@ -28,7 +28,10 @@ int volua_cpu_binary(const volua_bcast_geom *g, int dt, const void *a, const voi
                      volua_binop op);
 int volua_cpu_binary_scalar(int64_t n, int dt, const void *a, double s, void *y, volua_binop op,
                             int scalar_first);
-int volua_cpu_unary(int64_t n, int dt, const void *a, void *y, volua_unop op);
+/* unary: neg, abs, relu and the activations (float32, in double, rounded once); int64: neg, abs,
+ * relu, clamp. p: the op's parameters (op_params.h); hardtanh arrives as clamp. */
+int volua_cpu_unary(int64_t n, int dt, const void *a, void *y, volua_unop op,
+                    const volua_unary_args *p);
 int volua_cpu_fill(int64_t n, int dt, void *y, double v);
 double volua_cpu_reduce(int64_t n, int dt, const void *a, volua_reduce_op op);
 double volua_cpu_max_abs_diff(int64_t n, int dt, const void *a, const void *b);
@@ -53,5 +56,19 @@ int volua_cpu_softmax(const volua_softmax_geom *g, const float *x, float *y, cha
 /* dt: a volua_dtype, of x and y alike (int64: max and min only). */
 int volua_cpu_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, int dt, const void *x,
                           void *y, int64_t *indices, char *err);
+
+/* -- batch_norm, instance_norm, layer_norm ---- */
+
+/* batch_norm.c: training: per channel two-pass statistics, running ones (non-NULL) updated after
+ * the output is written; eval: running_mean and running_var read. */
+int volua_cpu_batch_norm(const volua_batch_norm_geom *g, const float *x, const float *w, const float *b,
+                         float *running_mean, float *running_var, float *y, char *err);
+/* instance_norm.c: instance_norm's update of running_mean / running_var (either may be NULL) with the
+ * batch's mean of each instance's mean and unbiased variance (the output is group_norm's). */
+int volua_cpu_instance_norm_update(const volua_batch_norm_geom *g, const float *x, float *running_mean,
+                                   float *running_var, char *err);
+/* layer_norm.c */
+int volua_cpu_layer_norm(const volua_layer_norm_geom *g, const float *x, const float *w, const float *b,
+                         float *y, char *err);
 
 #endif

@@ -1,5 +1,11 @@
 /* elementwise.c: tensor arithmetic (with broadcasting), fills, reductions, comparisons and random
- * numbers: argument checks and dispatch to src/cpu/elementwise.c or kernels/elementwise.cu. */
+ * numbers: argument checks and dispatch to src/cpu/elementwise.c or kernels/elementwise.cu.
+ * The ops here, by name:
+ *   binary (volua_binary, volua_binary_scalar): add, sub, mul, div, maximum, minimum
+ *   unary (volua_unary, volua_unary_with_args): neg, abs, relu, and the activations tanh, sigmoid,
+ *     exp, log, sqrt, gelu (approximate "none" | "tanh"), silu, mish, softplus, elu, leaky_relu,
+ *     hardtanh, hardswish, hardsigmoid, clamp
+ *   fill, reduce_all (sum, max, min), max_abs_diff, allclose, random (rand, randn) */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +18,7 @@
 #define STREAM ((cudaStream_t)volua_cuda_stream())
 #endif
 
-static const char *binop_name[] = {"add", "sub", "mul", "div"};
+static const char *binop_name[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
 
 static volua_math_mode math_mode = VOLUA_MATH_FP32;
 void volua_set_math(volua_math_mode m) { math_mode = m; }
@@ -117,7 +123,9 @@ int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b
 
 int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volua_binop op,
                         int scalar_first, char *err) {
-  if (a->dtype == VOLUA_INT64 && (op == VOLUA_BIN_DIV || s != floor(s) || !isfinite(s))) {
+  /* (a whole scalar past int64's range, 1e30 say, computes in float32 too: the int64 cast would be
+   * undefined, and vol.maximum(ints, 1e30) must give 1e30) */
+  if (a->dtype == VOLUA_INT64 && (op == VOLUA_BIN_DIV || s != floor(s) || !(fabs(s) < 0x1p63))) {
     volua_tensor fa = {0};
     if (as_float(&fa, a, err)) return 1;
     int rc = volua_binary_scalar(out, &fa, s, op, scalar_first, err);
@@ -139,15 +147,95 @@ int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volu
 }
 
 int volua_unary(volua_tensor *out, const volua_tensor *a, volua_unop op, char *err) {
+  return volua_unary_with_args(out, a, op, NULL, err);
+}
+
+/* -- the unary family with parameters: activations and clamp ---- */
+
+static const char *unop_name[VOLUA_UN_COUNT] = {
+  "neg", "abs", "relu", "tanh", "sigmoid", "exp", "log", "sqrt", "gelu", "gelu", "silu", "mish",
+  "softplus", "elu", "leaky_relu", "hardtanh", "hardswish", "hardsigmoid", "clamp"};
+
+/* A bound that an int64 tensor can be clamped to: whole and within int64's range. */
+static int whole_int64(double v) { return v == floor(v) && v >= -0x1p63 && v < 0x1p63; }
+
+/* hardtanh is clamp(min_val, max_val), as torch's hardtanh_out calls clamp; on an int64 input torch
+ * first truncates both bounds to integers (Scalar::toLong), and keeps the result int64. */
+static int hardtanh_as_clamp(const char *fn, const volua_tensor *a, volua_unary_args *p, char *err) {
+  if (a->dtype == VOLUA_INT64) {
+    const double v[2] = {p->p0, p->p1};
+    const char *names[2] = {"min_val", "max_val"};
+    for (int i = 0; i < 2; i++)
+      if (!(fabs(v[i]) < 0x1p63)) {
+        snprintf(err, VOLUA_ERR_MAX, "%s: %s %g cannot be converted to int64 (the input is int64)", fn,
+                 names[i], v[i]);
+        return 1;
+      }
+    p->p0 = trunc(p->p0);
+    p->p1 = trunc(p->p1);
+  }
+  p->has_p0 = p->has_p1 = 1;
+  return 0;
+}
+
+/* dtype rules, as torch's:
+ *   int64 stays int64: neg, abs, relu; clamp and hardtanh (clamp with a fractional, infinite or NaN
+ *     bound computes in float32, as torch promotes to the bound's float type);
+ *   int64 is promoted to float32: tanh, sigmoid, exp, log, sqrt (torch's unary float ops);
+ *   int64 is refused: gelu, silu, mish, softplus, elu, leaky_relu, hardswish, hardsigmoid (torch:
+ *     "... not implemented for 'Long'").
+ * clamp: min_val > max_val gives max_val everywhere, NaN inputs stay NaN; a NaN bound with both
+ * given makes every element NaN (torch's clamp_out fills NaN); a single NaN bound leaves x as it is
+ * (torch's clamp_min / clamp_max: std::max(x, NaN) is x). */
+int volua_unary_with_args(volua_tensor *out, const volua_tensor *a, volua_unop op,
+                          const volua_unary_args *args, char *err) {
+  const char *fn = (unsigned)op < VOLUA_UN_COUNT ? unop_name[op] : "unary";
+  volua_unary_args p = {0, 0, 0, 0};
+  if (args) p = *args;
+  if (op == VOLUA_UN_HARDTANH) {
+    if (hardtanh_as_clamp(fn, a, &p, err)) return 1;
+    op = VOLUA_UN_CLAMP;
+  }
+  int promote = 0;
+  if (op == VOLUA_UN_CLAMP) {
+    if (!p.has_p0 && !p.has_p1) {
+      snprintf(err, VOLUA_ERR_MAX, "%s: at least one of min and max must be given (both are nil)", fn);
+      return 1;
+    }
+    if (a->dtype == VOLUA_INT64)
+      promote = (p.has_p0 && !whole_int64(p.p0)) || (p.has_p1 && !whole_int64(p.p1));
+    if (!promote) {
+      if (p.has_p0 && p.has_p1 && (isnan(p.p0) || isnan(p.p1))) {
+        if (volua_tensor_alloc(out, a->ndim, a->shape, VOLUA_FLOAT32, a->device, err)) return 1;
+        return volua_fill(out, NAN, err);
+      }
+      if (!p.has_p0 || isnan(p.p0)) p.p0 = -INFINITY;
+      if (!p.has_p1 || isnan(p.p1)) p.p1 = INFINITY;
+    }
+  } else if (a->dtype == VOLUA_INT64 && op >= VOLUA_UN_TANH) {
+    if (op > VOLUA_UN_SQRT) {
+      snprintf(err, VOLUA_ERR_MAX, "%s: input dtype int64 is not supported (float32 only, as torch's %s)",
+               fn, fn);
+      return 1;
+    }
+    promote = 1;
+  }
+  if (promote) {
+    volua_tensor fa = {0};
+    if (as_float(&fa, a, err)) return 1;
+    int rc = volua_unary_with_args(out, &fa, op, &p, err);
+    volua_tensor_free(&fa);
+    return rc;
+  }
   if (volua_tensor_alloc(out, a->ndim, a->shape, a->dtype, a->device, err)) return 1;
   int64_t n = volua_tensor_numel(a);
   if (n == 0) return 0;
   if (a->device == VOLUA_DEVICE_CPU)
-    return volua_cpu_unary(n, a->dtype, volua_tensor_data(a), volua_tensor_data(out), op);
+    return volua_cpu_unary(n, a->dtype, volua_tensor_data(a), volua_tensor_data(out), op, &p);
 #ifdef VOLUA_CUDA
-  return volua_cuda_unary(n, a->dtype, volua_tensor_data(a), volua_tensor_data(out), op, STREAM, err);
+  return volua_cuda_unary(n, a->dtype, volua_tensor_data(a), volua_tensor_data(out), op, &p, STREAM, err);
 #else
-  return no_cuda("unary", err);
+  return no_cuda(fn, err);
 #endif
 }
 
