@@ -72,6 +72,14 @@ int volua_cuda_max_abs_diff(int64_t n, int dt, const void *a, const void *b, dou
 int volua_cuda_allclose(int64_t n, int dt, const void *a, const void *b, double rtol, double atol,
                         int equal_nan, int *result, cudaStream_t s, char *err);
 
+/* softmax.cu: softmax / log_softmax over one dim, and the reductions over dims that share its
+ * walk: logsumexp, amax / amin, max / min (indices NULL: values only; dt a volua_dtype, int64
+ * for max and min only). */
+int volua_cuda_softmax(const volua_softmax_geom *g, const float *x, float *y, cudaStream_t s,
+                       char *err);
+int volua_cuda_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, int dt, const void *x,
+                           void *y, int64_t *indices, cudaStream_t s, char *err);
+
 /* batch_norm.cu (batch_norm, and instance_norm's running-statistics update) and layer_norm.cu: as
  * their CPU twins in src/cpu/cpu.h. */
 int volua_cuda_batch_norm(const volua_batch_norm_geom *g, const float *x, const float *w, const float *b,

@@ -49,6 +49,15 @@ void volua_lua_open_io(lua_State *L);      /* lua_io.c: load/save npy and safete
 void volua_lua_open_device(lua_State *L);  /* lua_device.c: cuda_available, sync, memory, math */
 void volua_lua_open_png(lua_State *L);     /* lua_png.c: save_png, load_png */
 void volua_lua_open_bench(lua_State *L);   /* lua_bench.c: bench, fast_calls */
+void volua_lua_open_softmax(lua_State *L); /* lua_softmax.c: softmax, logsumexp, amax, max, ... */
+/* lua_norm.c's dims readers (vol.mean's rules): the dim at idx (1-based, negative from the end;
+ * a 0-D input takes 1 or -1) made 0-based; and dims (nil: all, a number or a list) into dims[],
+ * returning their count, 0 meaning all. Errors name fn and pname. */
+int volua_lua_read_dim(lua_State *L, const char *fn, int idx, int ndim, const char *pname);
+int volua_lua_read_dims(lua_State *L, const char *fn, int idx, int ndim, int dims[VOLUA_MAX_DIMS]);
+/* t:max(dim [, keepdim]) and t:min(...) (lua_softmax.c): vol.max / vol.min from a method. */
+int volua_lua_max_dim(lua_State *L, int is_max);
+
 /* lua_activation.c: tanh, sigmoid, exp, log, sqrt, gelu, silu, mish, softplus, elu, leaky_relu,
  * hardtanh, hardswish, hardsigmoid, clamp (methods and functions), vol.relu, vol.abs */
 void volua_lua_open_activation(lua_State *L);

@@ -211,3 +211,13 @@ static const luaL_Reg norm_functions[] = {
 void volua_lua_open_norm(lua_State *L) {
   luaL_register(L, NULL, norm_functions);
 }
+
+/* -- dims readers, shared with lua_softmax.c (softmax, logsumexp, amax, max, ...) ---- */
+
+int volua_lua_read_dim(lua_State *L, const char *fn, int idx, int ndim, const char *pname) {
+  return read_dim(L, fn, idx, ndim, pname);
+}
+
+int volua_lua_read_dims(lua_State *L, const char *fn, int idx, int ndim, int dims[VOLUA_MAX_DIMS]) {
+  return read_dims(L, fn, idx, ndim, dims);
+}

@@ -518,8 +518,14 @@ static int reduce(lua_State *L, volua_reduce_op op, const char *fname) {
   return 1;
 }
 static int m_sum(lua_State *L) { return reduce(L, VOLUA_RED_SUM, "sum"); }
-static int m_max(lua_State *L) { return reduce(L, VOLUA_RED_MAX, "max"); }
-static int m_min(lua_State *L) { return reduce(L, VOLUA_RED_MIN, "min"); }
+/* t:max() / t:min(): the whole tensor's, a number; t:max(dim [, keepdim]): vol.max's values and
+ * indices (src/lua_softmax.c) */
+static int m_max(lua_State *L) {
+  return lua_isnoneornil(L, 2) ? reduce(L, VOLUA_RED_MAX, "max") : volua_lua_max_dim(L, 1);
+}
+static int m_min(lua_State *L) {
+  return lua_isnoneornil(L, 2) ? reduce(L, VOLUA_RED_MIN, "min") : volua_lua_max_dim(L, 0);
+}
 
 static int l_max_abs_diff(lua_State *L) {
   volua_tensor *a = volua_lua_check_tensor(L, 1, "max_abs_diff", "a");

@@ -11,6 +11,7 @@ int luaopen_volua_core(lua_State *L) {
   volua_lua_open_io(L);
   volua_lua_open_png(L);
   volua_lua_open_bench(L);
+  volua_lua_open_softmax(L); /* softmax, log_softmax, logsumexp, amax, amin, max, min */
   /* activations and clamp (after the tensor methods: vol.relu is t.relu) */
   volua_lua_open_activation(L);
   return 1;

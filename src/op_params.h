@@ -104,6 +104,18 @@ typedef struct volua_bcast_geom {
   int64_t numel;
 } volua_bcast_geom;
 
+/* -- softmax, log_softmax and the reductions over dims (logsumexp, amax, amin, max, min) ---- */
+
+/* softmax and log_softmax: x viewed as (outer, size, inner), each slice of `size` values `inner`
+ * apart normalised over itself. */
+typedef struct volua_softmax_geom {
+  int64_t outer, size, inner;
+  int log; /* 1: log_softmax */
+} volua_softmax_geom;
+
+/* logsumexp, amax / amin (and max / min with indices, one dim): over volua_mean_geom's reduced dims. */
+typedef enum { VOLUA_DIMRED_LOGSUMEXP = 0, VOLUA_DIMRED_MAX, VOLUA_DIMRED_MIN } volua_dim_reduce_op;
+
 /* -- batch_norm, instance_norm, layer_norm (the norm family beside group_norm) ---- */
 
 /* batch_norm, and instance_norm's running statistics: x viewed as (N, C, S), S the product of the

@@ -101,6 +101,27 @@ void volua_manual_seed(uint64_t seed);
 void volua_set_math(volua_math_mode m);
 volua_math_mode volua_get_math(void);
 
+/* -- softmax and the reductions over dims (src/ops/softmax.c, src/ops/reductions.c) ---- */
+
+/* Resolves a reduction over dims as vol.mean's (0-based dims without repeats, ndims == 0 meaning
+ * all; x live, at most VOLUA_MEAN_MAX_DIMS dims): the geometry (g->sum 0) and the output shape
+ * (keepdim: reduced dims kept as 1) into shape[*out_ndim]. Messages start with fn. */
+int volua_mean_geom_resolve(volua_mean_geom *g, int64_t shape[VOLUA_MAX_DIMS], int *out_ndim,
+                            const char *fn, const volua_tensor *x, int ndims, const int *dims,
+                            int keepdim, char *err);
+/* torch.softmax / torch.log_softmax (log) over dim (0-based, already normalised; 0 on a 0-D x). */
+int volua_softmax(volua_tensor *out, const volua_tensor *x, int dim, int log, char *err);
+/* torch.logsumexp over dims (ndims == 0: all), as volua_mean's dims; an int64 x is promoted to
+ * float32 as torch does. */
+int volua_logsumexp(volua_tensor *out, const volua_tensor *x, int ndims, const int *dims,
+                    int keepdim, char *err);
+/* torch.amax (is_max) / torch.amin over dims (ndims == 0: all). */
+int volua_amax(volua_tensor *out, const volua_tensor *x, int ndims, const int *dims, int keepdim,
+               int is_max, char *err);
+/* torch.max(x, dim) (is_max) / torch.min(x, dim): values and int64 indices (0-based). */
+int volua_max_dim(volua_tensor *values, volua_tensor *indices, const volua_tensor *x, int dim,
+                  int keepdim, int is_max, char *err);
+
 /* -- batch_norm, instance_norm, layer_norm (src/ops/batch_norm.c, instance_norm.c, layer_norm.c) ---- */
 
 /* F.batch_norm: running_mean / running_var (C values each, or NULL; required when !training) are

@@ -150,12 +150,12 @@ t:sum() -> number
   The sum of all elements.
   Example: vol.ones({2, 3}):sum()   -- 6]==])
 doc("Tensor:max", [==[
-t:max() -> number
-  The largest element.
+t:max() -> number | t:max(dim [, keepdim=false]) -> values, indices
+  The largest element; with a dim, vol.max(t, dim, keepdim) (indices int64, 0-based).
   Example: x:max()]==])
 doc("Tensor:min", [==[
-t:min() -> number
-  The smallest element.
+t:min() -> number | t:min(dim [, keepdim=false]) -> values, indices
+  The smallest element; with a dim, vol.min(t, dim, keepdim).
   Example: x:min()]==])
 doc("Tensor:add", [==[
 a + b, t:add(b) -> tensor
@@ -283,6 +283,44 @@ vol.conv3d_group_norm_mean(x, conv_w, conv_b, num_groups, gn_w, gn_b
   group_norm(conv3d(x)) averaged over all but the batch dimension, in one fused pass.
   Example: y = vol.conv3d_group_norm_mean(x, w, b, 2, vol.ones({4}), vol.zeros({4}), {padding = 1})]==])
 
+-- softmax and the reductions over dims (softmax, log_softmax, logsumexp, amax, amin, max, min)
+doc("vol.softmax", [==[
+vol.softmax(x, dim) -> tensor
+  As torch.softmax(x, dim): exp(x - max) / sum over dim, which is 1-based (negative from the end)
+  and required. float32 only (torch refuses integer tensors too). A slice holding a NaN or a +inf,
+  or only -inf, is NaN throughout, as in torch.
+  Example: p = vol.softmax(logits, 2)   -- over the channels, as torch.softmax(logits, dim=1)]==])
+doc("vol.log_softmax", [==[
+vol.log_softmax(x, dim) -> tensor
+  As torch.log_softmax(x, dim): (x - max) - log(sum exp(x - max)); dim as vol.softmax's.
+  Example: lp = vol.log_softmax(logits, -1)]==])
+doc("vol.logsumexp", [==[
+vol.logsumexp(x, dims [, keepdim=false]) -> tensor
+  As torch.logsumexp: log(sum(exp(x))) over dims (a 1-based number or list, required; {} means
+  all), computed stably. NaN gives NaN, a +inf +inf, only -inf (or an empty dim) -inf. An int64
+  x is promoted to float32, as torch does.
+  Example: vol.logsumexp(x, {3, 4, 5}, true)]==])
+doc("vol.amax", [==[
+vol.amax(x [, dims [, keepdim=false]]) -> tensor
+  As torch.amax: the max over dims (1-based number or list; nil means all); NaN propagates.
+  float32 or int64, the result of the input's dtype. Reducing over a dim of size 0 is an
+  error, as in torch.
+  Example: vol.amax(x, {3, 4, 5})   -- per (N, C) maximum]==])
+doc("vol.amin", [==[
+vol.amin(x [, dims [, keepdim=false]]) -> tensor
+  As torch.amin: the min over dims; as vol.amax.
+  Example: vol.amin(x, -1)]==])
+doc("vol.max", [==[
+vol.max(x, dim [, keepdim=false]) -> values, indices
+  As torch.max(x, dim): the max over one 1-based dim and its int64 indices, 0-based as torch
+  stores them (the first occurrence of the max; a NaN counts as the max and its index is given).
+  float32 or int64 values, of the input's dtype.
+  t:max(dim [, keepdim]) does the same; t:max() gives the whole tensor's max as a number.
+  Example: v, i = vol.max(logits, 2)   -- i + 1 is the 1-based class]==])
+doc("vol.min", [==[
+vol.min(x, dim [, keepdim=false]) -> values, indices
+  As torch.min(x, dim); as vol.max.
+  Example: v, i = x:min(-1, true)]==])
 -- activations and clamp (each also a method: x:gelu("tanh") is vol.gelu(x, "tanh")), maximum, minimum
 section("Activations and elementwise", "float32; each also a method, x:tanh() is vol.tanh(x)")
 doc("vol.tanh", [==[

@@ -1001,6 +1001,34 @@ function Mean:extra_repr()
   return "dims=" .. d .. (self.keepdim and ", keepdim=True" or "")
 end
 
+-- -- Softmax and LogSoftmax ----
+
+-- nn.Softmax(dim) / nn.LogSoftmax(dim): vol.softmax(x, dim) / vol.log_softmax(x, dim) as modules;
+-- dim is 1-based as vol.softmax's (nn.Softmax(2) is PyTorch's nn.Softmax(dim=1): over the channels
+-- of (N, C, D, H, W)), negative counting from the end, and required (PyTorch's implicit dim is
+-- deprecated). The repr prints the dim as given, in volua's 1-based terms.
+local function softmax_class(name, fn)
+  local c = class(name)
+  function c.new(dim)
+    if not is_int(dim) or dim == 0 then
+      error(string.format("%s: dim must be a non-zero integer (1-based, negative from the end; " ..
+                          "PyTorch's implicit dim is deprecated), got %s", name, tostring(dim)), 0)
+    end
+    local self = new(c)
+    self.dim = dim
+    return self
+  end
+  function c:forward(x)
+    if not is_tensor(x) then error(name .. ": input must be a tensor, got " .. type(x), 0) end
+    return fn(x, self.dim)
+  end
+  function c:extra_repr() return string.format("dim=%d", self.dim) end
+  return c
+end
+local Softmax = softmax_class("Softmax", vol.softmax)
+local LogSoftmax = softmax_class("LogSoftmax", vol.log_softmax)
+nn.Softmax, nn.LogSoftmax = Softmax, LogSoftmax
+
 -- -- Sequential ----
 
 local Sequential = class("Sequential")
@@ -1343,6 +1371,10 @@ for _, c in ipairs {Conv3d, ConvTranspose3d, MaxPool3d, GroupNorm, ReLU, Mean, S
   getmetatable(c).__call = function(_, ...) return c.new(...) end
 end
 
+for _, c in ipairs {Softmax, LogSoftmax} do
+  getmetatable(c).__call = function(_, ...) return c.new(...) end
+end
+
 -- -- help texts (volua.help is another module; absent, nothing is registered) ----
 
 local ok, help = pcall(require, "volua.help")
@@ -1390,6 +1422,15 @@ nn.Sequential(m1, m2, ...) | nn.Sequential({{"conv", m1}, {"group_norm", m2}})
   Conv3d -> GroupNorm -> Mean (over all but the batch) runs as vol.conv3d_group_norm_mean;
   seq:forward_mean(x) does the same for a Sequential ending in Conv3d -> GroupNorm.
   seq.fuse = false runs the ops one by one.]==])
+  help.register(nn.Softmax, [==[
+nn.Softmax(dim)
+  vol.softmax(x, dim) as a module, as torch.nn.Softmax. dim is 1-based, as every volua dim
+  (negative counts from the end): nn.Softmax(2) is PyTorch's nn.Softmax(dim=1), over the channels
+  of (N, C, D, H, W), and prints as Softmax(dim=2). Required: PyTorch's implicit dim is deprecated.]==])
+  help.register(nn.LogSoftmax, [==[
+nn.LogSoftmax(dim)
+  vol.log_softmax(x, dim) as a module, as torch.nn.LogSoftmax; dim 1-based as nn.Softmax's:
+  nn.LogSoftmax(2) is PyTorch's nn.LogSoftmax(dim=1) and prints as LogSoftmax(dim=2).]==])
 end
 
 return nn

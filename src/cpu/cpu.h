@@ -49,6 +49,14 @@ int volua_cpu_rows(int64_t slabs, int64_t rows, int64_t cols, volua_cpu_row_fn r
 /* Poll in long loops: returns 1 (and writes "<op>: interrupted") once Ctrl-C was pressed. */
 int volua_cpu_check_interrupt(const char *op, char *err);
 
+/* softmax family and reductions over dims (src/cpu/softmax.c, src/cpu/reductions.c): indices NULL
+ * for values only; max and min give the first index of the extreme (of the first NaN) in the
+ * reduced elements, walked in row-major order. */
+int volua_cpu_softmax(const volua_softmax_geom *g, const float *x, float *y, char *err);
+/* dt: a volua_dtype, of x and y alike (int64: max and min only). */
+int volua_cpu_reduce_dims(const volua_mean_geom *g, volua_dim_reduce_op op, int dt, const void *x,
+                          void *y, int64_t *indices, char *err);
+
 /* -- batch_norm, instance_norm, layer_norm ---- */
 
 /* batch_norm.c: training: per channel two-pass statistics, running ones (non-NULL) updated after

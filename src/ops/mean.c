@@ -11,23 +11,11 @@
 #include "../../kernels/kernels.h"
 #endif
 
-static int reduce_dims(const char *fn, int sum, volua_tensor *out, const volua_tensor *x, int ndims,
-                       const int *dims, int keepdim, char *err) {
-  if (!x->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "%s: input is a freed tensor", fn);
-    return 1;
-  }
-  if (x->dtype != VOLUA_FLOAT32) {
-    if (sum)
-      snprintf(err, VOLUA_ERR_MAX,
-               "sum: input dtype %s is not supported over dims (float32 only: an int64 sum over dims "
-               "is not built; t:sum() sums a whole int64 tensor)", volua_dtype_name(x->dtype));
-    else
-      snprintf(err, VOLUA_ERR_MAX,
-               "mean: input dtype %s is not supported (float32 needed), as torch.mean refuses "
-               "integer tensors", volua_dtype_name(x->dtype));
-    return 1;
-  }
+/* -- the geometry, shared with src/ops/reductions.c (logsumexp, amax, amin) ---- */
+
+int volua_mean_geom_resolve(volua_mean_geom *out_g, int64_t shape[VOLUA_MAX_DIMS], int *out_ndim,
+                            const char *fn, const volua_tensor *x, int ndims, const int *dims,
+                            int keepdim, char *err) {
   if (x->ndim > VOLUA_MEAN_MAX_DIMS) {
     snprintf(err, VOLUA_ERR_MAX, "%s: input has %d dims, at most %d are supported", fn, x->ndim,
              VOLUA_MEAN_MAX_DIMS);
@@ -40,7 +28,6 @@ static int reduce_dims(const char *fn, int sum, volua_tensor *out, const volua_t
 
   volua_mean_geom g = {0};
   g.ndim = x->ndim;
-  g.sum = sum;
   for (int i = 0; i < x->ndim; i++) {
     g.shape[i] = x->shape[i];
     g.reduce[i] = ndims == 0; /* no dims: every dim */
@@ -59,7 +46,6 @@ static int reduce_dims(const char *fn, int sum, volua_tensor *out, const volua_t
     g.reduce[d] = 1;
   }
 
-  int64_t shape[VOLUA_MAX_DIMS];
   int nd = 0;
   g.out_numel = 1;
   g.reduce_numel = 1;
@@ -72,6 +58,34 @@ static int reduce_dims(const char *fn, int sum, volua_tensor *out, const volua_t
     }
     if (!g.reduce[i] || keepdim) shape[nd++] = g.reduce[i] ? 1 : x->shape[i];
   }
+
+  *out_g = g;
+  *out_ndim = nd;
+  return 0;
+}
+
+static int reduce_dims(const char *fn, int sum, volua_tensor *out, const volua_tensor *x, int ndims,
+                       const int *dims, int keepdim, char *err) {
+  if (!x->storage) {
+    snprintf(err, VOLUA_ERR_MAX, "%s: input is a freed tensor", fn);
+    return 1;
+  }
+  if (x->dtype != VOLUA_FLOAT32) {
+    if (sum)
+      snprintf(err, VOLUA_ERR_MAX,
+               "sum: input dtype %s is not supported over dims (float32 only: an int64 sum over dims "
+               "is not built; t:sum() sums a whole int64 tensor)", volua_dtype_name(x->dtype));
+    else
+      snprintf(err, VOLUA_ERR_MAX,
+               "mean: input dtype %s is not supported (float32 needed), as torch.mean refuses "
+               "integer tensors", volua_dtype_name(x->dtype));
+    return 1;
+  }
+  volua_mean_geom g;
+  int64_t shape[VOLUA_MAX_DIMS];
+  int nd;
+  if (volua_mean_geom_resolve(&g, shape, &nd, fn, x, ndims, dims, keepdim, err)) return 1;
+  g.sum = sum;
 
   /* an empty input may still ask for a huge result: (2^55, 0) averaged over dim 2 */
   if (volua_tensor_alloc_result(out, fn, "output", nd, shape, VOLUA_FLOAT32, x->device, err))
