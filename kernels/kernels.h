@@ -89,6 +89,15 @@ int volua_cuda_instance_norm_update(const volua_batch_norm_geom *g, const float 
 int volua_cuda_layer_norm(const volua_layer_norm_geom *g, const float *x, const float *w, const float *b,
                           float *y, cudaStream_t s, char *err);
 
+/* avg_pool3d.cu */
+int volua_cuda_avg_pool3d(const volua_avg_pool3d_geom *g, const float *x, float *y, cudaStream_t s,
+                          char *err);
+/* adaptive_pool3d.cu: adaptive_avg_pool3d and adaptive_max_pool3d */
+int volua_cuda_adaptive_avg_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
+                                   cudaStream_t s, char *err);
+int volua_cuda_adaptive_max_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
+                                   int64_t *indices, cudaStream_t s, char *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,56 +23,12 @@ print(("# gpu_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):for
 
 -- -- helpers ----
 
--- A small generator of our own (Park-Miller, exact in doubles), so that busted's use of
--- math.random cannot change the cases a seed gives.
-local function generator(seed)
-  local s = seed % 2147483646 + 1
-  local r = {}
-  local function next_value()
-    s = (s * 48271) % 2147483647
-    return s
-  end
-  function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
-  function r.chance(p) return next_value() / 2147483647 < p end
-  function r.pick(t) return t[r.int(1, #t)] end
-  function r.seed() return r.int(1, 2 ^ 30) end
-  return r
-end
-
--- One line describing a value (for failure messages: the case must be readable and re-creatable).
-local function show(v)
-  if type(v) == "userdata" then return "tensor" .. show(v.shape) end
-  if type(v) == "table" then
-    local parts, keys = {}, {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-    for _, k in ipairs(keys) do
-      parts[#parts + 1] = (type(k) == "number" and "" or (tostring(k) .. "=")) .. show(v[k])
-    end
-    return "{" .. table.concat(parts, ", ") .. "}"
-  end
-  return tostring(v)
-end
-
--- got (on the target) against want (on the CPU): same shape, allclose at fp32 tolerance, NaN = NaN.
-local function assert_close(got, want, what)
-  assert.equal(target, got.device, what .. ": result on the wrong device")
-  local g = got:cpu()
-  assert.same(want.shape, g.shape, what .. ": shape")
-  assert.equal(want.dtype, g.dtype, what .. ": dtype")
-  local ok = vol.allclose(g, want, {rtol = RTOL, atol = ATOL, equal_nan = true})
-  assert.is_true(ok, ("%s: not close to the CPU, max_abs_diff %s"):format(what, tostring(vol.max_abs_diff(g, want))))
-end
-
--- Bit-for-bit equality (NaN = NaN), for indices and for elementwise ops computed the same way.
-local function assert_same(got, want, what)
-  assert.equal(target, got.device, what .. ": result on the wrong device")
-  local g = got:cpu()
-  assert.same(want.shape, g.shape, what .. ": shape")
-  assert.equal(want.dtype, g.dtype, what .. ": dtype")
-  local d = vol.max_abs_diff(g, want)
-  assert.is_true(d == 0, ("%s: differs from the CPU, max_abs_diff %s"):format(what, tostring(d)))
-end
+local compare = require "spec.helpers.gpu_compare"
+local generator, show = compare.generator, compare.show
+local checks = compare.new {target = target, seed = SEED, trials = TRIALS, rtol = RTOL, atol = ATOL}
+-- got (on the target) against want (on the CPU): allclose at fp32 tolerance, or bit for bit
+-- (indices, and elementwise ops computed the same way); NaN = NaN in both
+local assert_close, assert_same = checks.assert_close, checks.assert_same
 
 -- The four binary ops of GPU operands ga, gb against the CPU's of a, b, bit for bit.
 local function assert_four(ga, gb, a, b, what)
@@ -82,24 +38,8 @@ local function assert_four(ga, gb, a, b, what)
   assert_same(ga / gb, a / b, what .. " /")
 end
 
--- Draws a case with gen(r) until the CPU accepts it (the CPU's checks are PyTorch's), then runs
--- compare(case, cpu_results). Every trial has its own seed so a failure names its reproduction.
-local function random_trials(name, salt, gen, run, compare)
-  for trial = 1, TRIALS do
-    local r = generator(SEED * 7919 + salt * 1000003 + trial)
-    local case, want
-    for _ = 1, 200 do
-      case = gen(r)
-      local ok, res = pcall(run, case, "cpu")
-      if ok then want = res break end
-    end
-    assert(want, name .. ": the generator found no valid case in 200 draws")
-    local what = ("%s trial %d (VOLUA_SEED=%d) %s"):format(name, trial, SEED, show(case))
-    local ok, got = pcall(run, case, target)
-    assert.is_true(ok, what .. ": raised " .. tostring(got))
-    compare(got, want, what)
-  end
-end
+-- Draws a case with gen(r) until the CPU accepts it, then runs compare(case, cpu_results).
+local random_trials = checks.random_trials
 
 -- Random tensor data of a shape (normal values), reproducible from the case's seed.
 local function data(shape, seed, offset)
@@ -109,15 +49,7 @@ local function data(shape, seed, offset)
 end
 
 -- Puts a few NaN and infinite values into a CPU tensor at random positions.
-local function sprinkle(t, r, count)
-  local shape = t.shape
-  for _ = 1, count do
-    local idx = {}
-    for i, n in ipairs(shape) do idx[i] = r.int(1, n) end
-    t:set(r.pick({nan, nan, -inf, inf}), unpack(idx))
-  end
-  return t
-end
+local sprinkle = compare.sprinkle
 
 -- 1 where t > 0.3 (about 38 % of normal values), else 0, elementwise (the API has no comparisons)
 local function step(t) return (1 - (1 - (t - 0.3) * 1e30):relu()):relu() end

@@ -1,5 +1,9 @@
-/* lua_pool.c: the Lua binding of vol.max_pool3d(x, {kernel_size=, stride=, padding=, dilation=,
- * ceil_mode=, return_indices=}) -> out [, indices]. */
+/* lua_pool.c: the Lua bindings of the pools: vol.max_pool3d(x, {kernel_size=, stride=, padding=,
+ * dilation=, ceil_mode=, return_indices=}) -> out [, indices]; vol.avg_pool3d(x, {kernel_size=,
+ * stride=, padding=, ceil_mode=, count_include_pad=, divisor_override=}) -> out;
+ * vol.adaptive_avg_pool3d(x, output_size) -> out; vol.adaptive_max_pool3d(x, output_size
+ * [, return_indices]) -> out [, indices]. */
+#include <stdio.h>
 #include <string.h>
 
 #include "lua_common.h"
@@ -47,8 +51,105 @@ static int l_max_pool3d(lua_State *L) {
   return a.return_indices ? 2 : 1;
 }
 
+static const char *const avg_pool_options[] = {
+  "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", NULL};
+
+static int l_avg_pool3d(lua_State *L) {
+  const char *f = "avg_pool3d";
+  const volua_tensor *x = volua_lua_check_tensor(L, 1, f, "input");
+  if (!lua_istable(L, 2))
+    luaL_error(L, "avg_pool3d: options must be a table {kernel_size = ...}, got %s",
+               luaL_typename(L, 2));
+  check_option_names(L, 2, f, avg_pool_options);
+
+  volua_avg_pool3d_args a = {0};
+  static const int64_t zero[3] = {0, 0, 0};
+  volua_lua_opt_triple(L, 2, "kernel_size", NULL, a.kernel_size, f);
+  volua_lua_opt_triple(L, 2, "stride", a.kernel_size, a.stride, f);
+  volua_lua_opt_triple(L, 2, "padding", zero, a.padding, f);
+  a.ceil_mode = volua_lua_opt_bool(L, 2, "ceil_mode", 0, f);
+  a.count_include_pad = volua_lua_opt_bool(L, 2, "count_include_pad", 1, f);
+  lua_getfield(L, 2, "divisor_override");
+  if (!lua_isnil(L, -1)) {
+    a.has_divisor_override = 1;
+    a.divisor_override = volua_lua_check_int(L, lua_gettop(L), f, "divisor_override");
+  }
+  lua_pop(L, 1);
+
+  volua_tensor *out = volua_lua_push_empty(L);
+  char err[VOLUA_ERR_MAX];
+  if (volua_avg_pool3d(out, x, &a, err)) return volua_lua_raise(L, err);
+  return 1;
+}
+
+/* output_size at idx: a number for every dim, or {d, h, w} whose entries may be nil (PyTorch's
+ * None: that dim keeps the input's size). Lua cannot tell {4, 4} from {4, 4, nil}: a missing
+ * last entry is a nil one. */
+static void check_output_size(lua_State *L, int idx, const char *f, volua_adaptive_pool3d_args *a) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    const int64_t v = volua_lua_check_int(L, idx, f, "output_size");
+    for (int i = 0; i < 3; i++) a->output_size[i] = v;
+    return;
+  }
+  if (!lua_istable(L, idx))
+    luaL_error(L, "%s: output_size must be a number or a table {d, h, w} (nil entries keep the "
+               "input's size), got %s", f, lua_isnone(L, idx) ? "nothing" : luaL_typename(L, idx));
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1); /* the value */
+    const double k = lua_type(L, -1) == LUA_TNUMBER ? lua_tonumber(L, -1) : 0;
+    if (k != 1 && k != 2 && k != 3)
+      luaL_error(L, "%s: output_size must be a table {d, h, w} of 3 entries, got a key %s", f,
+                 lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING
+                     ? lua_tostring(L, -1) : luaL_typename(L, -1));
+  }
+  for (int i = 0; i < 3; i++) {
+    lua_rawgeti(L, idx, i + 1);
+    if (lua_isnil(L, -1)) {
+      a->keep[i] = 1;
+    } else {
+      char pname[32];
+      snprintf(pname, sizeof pname, "output_size[%d]", i + 1);
+      a->output_size[i] = volua_lua_check_int(L, lua_gettop(L), f, pname);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+static int l_adaptive_avg_pool3d(lua_State *L) {
+  const char *f = "adaptive_avg_pool3d";
+  const volua_tensor *x = volua_lua_check_tensor(L, 1, f, "input");
+  volua_adaptive_pool3d_args a = {0};
+  check_output_size(L, 2, f, &a);
+  if (!lua_isnone(L, 3)) luaL_error(L, "%s: takes (x, output_size), got a third argument", f);
+
+  volua_tensor *out = volua_lua_push_empty(L);
+  char err[VOLUA_ERR_MAX];
+  if (volua_adaptive_avg_pool3d(out, x, &a, err)) return volua_lua_raise(L, err);
+  return 1;
+}
+
+static int l_adaptive_max_pool3d(lua_State *L) {
+  const char *f = "adaptive_max_pool3d";
+  const volua_tensor *x = volua_lua_check_tensor(L, 1, f, "input");
+  volua_adaptive_pool3d_args a = {0};
+  check_output_size(L, 2, f, &a);
+  if (!lua_isnoneornil(L, 3) && !lua_isboolean(L, 3))
+    luaL_error(L, "%s: return_indices must be a boolean, got %s", f, luaL_typename(L, 3));
+  a.return_indices = lua_toboolean(L, 3);
+
+  volua_tensor *out = volua_lua_push_empty(L);
+  volua_tensor *indices = a.return_indices ? volua_lua_push_empty(L) : NULL;
+  char err[VOLUA_ERR_MAX];
+  if (volua_adaptive_max_pool3d(out, indices, x, &a, err)) return volua_lua_raise(L, err);
+  return a.return_indices ? 2 : 1;
+}
+
 static const luaL_Reg pool_functions[] = {
   {"max_pool3d", l_max_pool3d},
+  {"avg_pool3d", l_avg_pool3d},
+  {"adaptive_avg_pool3d", l_adaptive_avg_pool3d},
+  {"adaptive_max_pool3d", l_adaptive_max_pool3d},
   {NULL, NULL},
 };
 

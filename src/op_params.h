@@ -133,4 +133,60 @@ typedef struct volua_layer_norm_geom {
   int64_t rows, cols;
   double eps;
 } volua_layer_norm_geom;
+
+/* -- avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d (the pooling family) ---- */
+
+/* The window rules below are written once, for the CPU references and the kernels alike. */
+#ifndef VOLUA_HOST_DEVICE
+#ifdef __CUDACC__
+#define VOLUA_HOST_DEVICE __host__ __device__
+#else
+#define VOLUA_HOST_DEVICE
+#endif
+#endif
+
+/* avg_pool3d: max_pool3d's windows (dilation 1) and PyTorch's divisor (volua_avg_pool_divisor). */
+typedef struct volua_avg_pool3d_geom {
+  volua_pool3d_geom pool;
+  int count_include_pad;
+  int64_t divisor_override; /* 0: none (PyTorch rejects 0) */
+} volua_avg_pool3d_geom;
+
+/* avg_pool3d's window of output o along one dim: [*start, *end) clipped to the input, and
+ * *padded_len, its length clipped to the padded input only: what count_include_pad counts (the
+ * padding inside the padded bounds, not a ceil_mode window's overhang past them). */
+static inline VOLUA_HOST_DEVICE void volua_avg_pool_window(int64_t o, int64_t in, int64_t kernel,
+                                                           int64_t stride, int64_t pad,
+                                                           int64_t *start, int64_t *end,
+                                                           int64_t *padded_len) {
+  const int64_t s = o * stride - pad;
+  const int64_t e = s + kernel < in + pad ? s + kernel : in + pad;
+  *padded_len = e - s;
+  *start = s > 0 ? s : 0;
+  *end = e < in ? e : in;
+}
+
+/* The divisor of an output whose window holds `padded` positions of the padded input, `inside`
+ * of them in the input: PyTorch's rule. */
+static inline VOLUA_HOST_DEVICE int64_t volua_avg_pool_divisor(const volua_avg_pool3d_geom *g,
+                                                               int64_t padded, int64_t inside) {
+  return g->divisor_override ? g->divisor_override : g->count_include_pad ? padded : inside;
+}
+
+/* Adaptive pooling over `planes` = N*C volumes: output i along a dim of size in -> out covers
+ * the input [volua_adaptive_start, volua_adaptive_end). */
+typedef struct volua_adaptive_pool3d_geom {
+  int64_t planes;
+  int64_t in[3], out[3];
+  int return_indices; /* adaptive_max_pool3d only */
+} volua_adaptive_pool3d_geom;
+
+/* PyTorch's start_index and end_index, free of floating point: floor(i * in / out) and
+ * ceil((i + 1) * in / out). The op checks that out * in stays below 2^62, so nothing overflows. */
+static inline VOLUA_HOST_DEVICE int64_t volua_adaptive_start(int64_t i, int64_t out, int64_t in) {
+  return (i / out) * in + ((i % out) * in) / out;
+}
+static inline VOLUA_HOST_DEVICE int64_t volua_adaptive_end(int64_t i, int64_t out, int64_t in) {
+  return 1 + ((i + 1) * in - 1) / out;
+}
 #endif

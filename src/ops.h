@@ -138,4 +138,47 @@ int volua_instance_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *
 int volua_layer_norm(volua_tensor *out, const volua_tensor *x, int nnorm, const int64_t *normalized_shape,
                      const volua_tensor *weight, const volua_tensor *bias, double eps, char *err);
 
+/* -- pooling family: avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d, and the checks they
+ * share with max_pool3d (src/ops/pool3d.c) ---- */
+
+typedef struct volua_avg_pool3d_args {
+  int64_t kernel_size[3], stride[3], padding[3];
+  int ceil_mode, count_include_pad;
+  int has_divisor_override; /* 0: PyTorch's None */
+  int64_t divisor_override;  /* when given: any value but 0, as PyTorch */
+} volua_avg_pool3d_args;
+
+typedef struct volua_adaptive_pool3d_args {
+  int64_t output_size[3];
+  int keep[3]; /* 1: PyTorch's None, the input's size along that dim */
+  int return_indices; /* adaptive_max_pool3d */
+} volua_adaptive_pool3d_args;
+
+int volua_avg_pool3d(volua_tensor *out, const volua_tensor *x, const volua_avg_pool3d_args *a,
+                     char *err);
+int volua_adaptive_avg_pool3d(volua_tensor *out, const volua_tensor *x,
+                              const volua_adaptive_pool3d_args *a, char *err);
+int volua_adaptive_max_pool3d(volua_tensor *out, volua_tensor *indices, const volua_tensor *x,
+                              const volua_adaptive_pool3d_args *a, char *err);
+
+/* The checks of 3-D pooling, in PyTorch's order and words where they fit; messages start with
+ * fname. x: live, float32, 5-D (N, C, D, H, W) or 4-D (C, D, H, W), every dim but a 5-D input's
+ * batch non-empty; with empty_first_dim, every dim but the first, whatever the rank (PyTorch's
+ * adaptive pools check dims 1.. only). */
+int volua_pool3d_check_input(const char *fname, const volua_tensor *x, int empty_first_dim,
+                             char *err);
+/* Checks kernel, stride, dilation (>= 1), padding (>= 0), the input (as volua_pool3d_check_input)
+ * and padding against half the kernel (PyTorch's two rules); with check_input_size (avg_pool3d)
+ * that the input holds a whole kernel, padding aside; then fills g (planes, sizes, the output
+ * size of each dim) and checks that every output size is at least 1. dilation NULL: an op
+ * without one (1, and not named in messages). */
+int volua_pool3d_geom_resolve(volua_pool3d_geom *g, const char *fname, const volua_tensor *x,
+                              const int64_t kernel[3], const int64_t stride[3],
+                              const int64_t padding[3], const int64_t *dilation, int ceil_mode,
+                              int check_input_size, char *err);
+/* Allocates a pool's float32 output (and int64 indices, unless NULL) on x's device: x's leading
+ * dims, then size[3]. On failure nothing stays allocated. */
+int volua_pool3d_alloc(volua_tensor *out, volua_tensor *indices, const volua_tensor *x,
+                       const int64_t size[3], char *err);
+
 #endif

@@ -214,6 +214,24 @@ vol.max_pool3d(x, {kernel_size=, stride=kernel_size, padding=0, dilation=1, ceil
   As torch.nn.functional.max_pool3d; indices are int64 flat 0-based offsets in each D*H*W
   volume; NaN propagates.
   Example: y, idx = vol.max_pool3d(x, {kernel_size = 2, return_indices = true})]==])
+-- the pooling family: avg_pool3d and the adaptive pools
+doc("vol.avg_pool3d", [==[
+vol.avg_pool3d(x, {kernel_size=, stride=kernel_size, padding=0, ceil_mode=false,
+                   count_include_pad=true, divisor_override=nil}) -> tensor
+  As torch.nn.functional.avg_pool3d: each output is its window's sum divided by divisor_override,
+  or by the window's size within the padded input (count_include_pad), or within the input.
+  Example: y = vol.avg_pool3d(x, {kernel_size = 3, stride = 2, padding = 1, count_include_pad = false})]==])
+doc("vol.adaptive_avg_pool3d", [==[
+vol.adaptive_avg_pool3d(x, output_size) -> tensor
+  As torch.nn.functional.adaptive_avg_pool3d: output i along a dim of size n averages the input
+  [floor(i*n/out), ceil((i+1)*n/out)). output_size is a number or {d, h, w}; a nil entry keeps
+  the input's size (PyTorch's None).
+  Example: y = vol.adaptive_avg_pool3d(x, {1, nil, 4})]==])
+doc("vol.adaptive_max_pool3d", [==[
+vol.adaptive_max_pool3d(x, output_size [, return_indices=false]) -> out [, indices]
+  As torch.nn.functional.adaptive_max_pool3d, over adaptive_avg_pool3d's windows; indices are
+  int64 flat 0-based offsets in each D*H*W volume; NaN propagates.
+  Example: y, idx = vol.adaptive_max_pool3d(x, 2, true)]==])
 doc("vol.conv3d", [==[
 vol.conv3d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1,
                                    padding_mode="zeros"}]) -> tensor
@@ -444,7 +462,8 @@ The REPL
   nn = [[
 The nn library: nn = require "volua.nn"
   Modules as torch.nn: nn.Conv3d, nn.ConvTranspose3d, nn.MaxPool3d, nn.GroupNorm, nn.ReLU,
-  nn.Sequential, nn.BatchNorm3d, nn.InstanceNorm3d, nn.LayerNorm; m:train() / m:eval() switch
+  nn.Sequential, nn.BatchNorm3d, nn.InstanceNorm3d, nn.LayerNorm, nn.AvgPool3d,
+  nn.AdaptiveAvgPool3d, nn.AdaptiveMaxPool3d; m:train() / m:eval() switch
   training mode (m.training); m(x) runs a module, m:cuda()/m:cpu() move it, m:state_dict() and
   m:load_state_dict(vol.load_safetensors("model.safetensors")) use PyTorch's key names.
   help(nn.Conv3d) (after require "volua.nn") prints a class's constructor.]],

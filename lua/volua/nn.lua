@@ -1,4 +1,5 @@
--- volua.nn: PyTorch-style modules (Conv3d, ConvTranspose3d, MaxPool3d, GroupNorm, BatchNorm3d,
+-- volua.nn: PyTorch-style modules (Conv3d, ConvTranspose3d, MaxPool3d, AvgPool3d,
+-- AdaptiveAvgPool3d, AdaptiveMaxPool3d, GroupNorm, BatchNorm3d,
 -- InstanceNorm3d, LayerNorm, ReLU, Mean, Sequential) over vol's ops, with PyTorch's constructor arguments, defaults, initialisation,
 -- repr and state_dict key names, so that weights saved by
 -- safetensors.torch.save_file(model.state_dict(), path) load with
@@ -527,6 +528,24 @@ nn.MaxPool3d = MaxPool3d
 
 local pool_opts = set_of {"stride", "padding", "dilation", "return_indices", "ceil_mode"}
 
+-- What the window pools (MaxPool3d, AvgPool3d) share: kernel_size (required), stride
+-- (kernel_size by default) and padding (0) checked and kept in self as given, and the boolean
+-- options named in flags checked.
+local function pool_window_args(name, self, kernel_size, opts, flags)
+  if kernel_size == nil then error(name .. ": kernel_size is required", 0) end
+  triple(name, "kernel_size", kernel_size, 1)
+  self.kernel_size = kernel_size
+  self.stride = opts.stride or kernel_size
+  triple(name, "stride", self.stride, 1)
+  self.padding = opts.padding or 0
+  triple(name, "padding", self.padding, 0)
+  for _, k in ipairs(flags) do
+    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+      error(string.format("%s: %s must be true or false, got %s", name, k, type(opts[k])), 0)
+    end
+  end
+end
+
 -- nn.MaxPool3d(kernel_size [, {stride=kernel_size, padding=0, dilation=1,
 -- return_indices=false, ceil_mode=false}]). The arguments are kept as given (PyTorch's repr
 -- prints "kernel_size=2" for 2 and "(2, 2, 2)" for a tuple); vol.max_pool3d checks them
@@ -535,20 +554,9 @@ function MaxPool3d.new(kernel_size, opts)
   local name = "MaxPool3d"
   opts = check_opts(name, opts, pool_opts)
   local self = new(MaxPool3d)
-  if kernel_size == nil then error(name .. ": kernel_size is required", 0) end
-  triple(name, "kernel_size", kernel_size, 1)
-  self.kernel_size = kernel_size
-  self.stride = opts.stride or kernel_size
-  triple(name, "stride", self.stride, 1)
-  self.padding = opts.padding or 0
-  triple(name, "padding", self.padding, 0)
+  pool_window_args(name, self, kernel_size, opts, {"return_indices", "ceil_mode"})
   self.dilation = opts.dilation or 1
   triple(name, "dilation", self.dilation, 1)
-  for _, k in ipairs {"return_indices", "ceil_mode"} do
-    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
-      error(string.format("%s: %s must be true or false, got %s", name, k, type(opts[k])), 0)
-    end
-  end
   self.return_indices = opts.return_indices == true
   self.ceil_mode = opts.ceil_mode == true
   return self
@@ -1211,6 +1219,149 @@ function Sequential:forward_mean(x)
   local ds = {}
   for d = 2, x:dim() do ds[#ds + 1] = d end
   return vol.mean(x, ds)
+end
+
+-- -- AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d (the pooling family) ----
+
+local AvgPool3d = class("AvgPool3d")
+nn.AvgPool3d = AvgPool3d
+
+-- nn.AvgPool3d(kernel_size [, {stride=kernel_size, padding=0, ceil_mode=false,
+-- count_include_pad=true, divisor_override=nil}]). The arguments are kept as given, as MaxPool3d's
+-- (PyTorch's repr prints them so); vol.avg_pool3d checks them against the input at forward time.
+function AvgPool3d.new(kernel_size, opts)
+  local name = "AvgPool3d"
+  opts = check_opts(name, opts, set_of {"stride", "padding", "ceil_mode", "count_include_pad",
+                                        "divisor_override"})
+  local self = new(AvgPool3d)
+  pool_window_args(name, self, kernel_size, opts, {"ceil_mode", "count_include_pad"})
+  self.ceil_mode = opts.ceil_mode == true
+  self.count_include_pad = opts.count_include_pad ~= false
+  local div = opts.divisor_override
+  if div ~= nil and (not is_int(div) or div == 0) then
+    error(string.format("%s: divisor_override must be a non-zero integer or nil, got %s", name,
+                        tostring(div)), 0)
+  end
+  self.divisor_override = div
+  return self
+end
+
+function AvgPool3d:forward(x)
+  return vol.avg_pool3d(x, {kernel_size = self.kernel_size, stride = self.stride,
+                            padding = self.padding, ceil_mode = self.ceil_mode,
+                            count_include_pad = self.count_include_pad,
+                            divisor_override = self.divisor_override})
+end
+
+-- PyTorch's _AvgPoolNd.extra_repr: kernel_size, stride and padding only
+function AvgPool3d:extra_repr()
+  return string.format("kernel_size=%s, stride=%s, padding=%s", py(self.kernel_size),
+                       py(self.stride), py(self.padding))
+end
+
+-- An adaptive pool's output_size: a number, or {d, h, w} whose nil entries keep the input's size
+-- (PyTorch's None); checked here so that a bad one fails at construction.
+local function adaptive_output_size(name, v)
+  if type(v) == "number" then
+    if not is_int(v) or v < 0 then
+      error(string.format("%s: output_size must be a non-negative integer, got %s", name,
+                          tostring(v)), 0)
+    end
+    return v
+  end
+  if type(v) ~= "table" then
+    error(string.format("%s: output_size must be a number or a table {d, h, w} (nil entries keep "
+                        .. "the input's size), got %s", name, type(v)), 0)
+  end
+  for k in pairs(v) do
+    if k ~= 1 and k ~= 2 and k ~= 3 then
+      error(string.format("%s: output_size must be a table {d, h, w} of 3 entries, got a key %s",
+                          name, tostring(k)), 0)
+    end
+  end
+  for i = 1, 3 do
+    if v[i] ~= nil and (not is_int(v[i]) or v[i] < 0) then
+      error(string.format("%s: output_size[%d] must be a non-negative integer or nil, got %s",
+                          name, i, tostring(v[i])), 0)
+    end
+  end
+  return {v[1], v[2], v[3]}
+end
+
+-- "output_size=2" or "output_size=(2, None, 3)", as PyTorch prints a number or a tuple
+local function adaptive_repr(self)
+  local v = self.output_size
+  if type(v) == "number" then return "output_size=" .. py(v) end
+  local parts = {}
+  for i = 1, 3 do parts[i] = v[i] == nil and "None" or py(v[i]) end
+  return "output_size=(" .. table.concat(parts, ", ") .. ")"
+end
+
+local AdaptiveAvgPool3d = class("AdaptiveAvgPool3d")
+nn.AdaptiveAvgPool3d = AdaptiveAvgPool3d
+
+-- nn.AdaptiveAvgPool3d(output_size)
+function AdaptiveAvgPool3d.new(output_size)
+  local self = new(AdaptiveAvgPool3d)
+  if output_size == nil then error("AdaptiveAvgPool3d: output_size is required", 0) end
+  self.output_size = adaptive_output_size("AdaptiveAvgPool3d", output_size)
+  return self
+end
+
+function AdaptiveAvgPool3d:forward(x)
+  return vol.adaptive_avg_pool3d(x, self.output_size)
+end
+
+AdaptiveAvgPool3d.extra_repr = adaptive_repr
+
+local AdaptiveMaxPool3d = class("AdaptiveMaxPool3d")
+nn.AdaptiveMaxPool3d = AdaptiveMaxPool3d
+
+-- nn.AdaptiveMaxPool3d(output_size [, {return_indices=false}]); with return_indices, m(x)
+-- returns the output and the int64 indices.
+function AdaptiveMaxPool3d.new(output_size, opts)
+  local name = "AdaptiveMaxPool3d"
+  opts = check_opts(name, opts, set_of {"return_indices"})
+  local self = new(AdaptiveMaxPool3d)
+  if output_size == nil then error(name .. ": output_size is required", 0) end
+  self.output_size = adaptive_output_size(name, output_size)
+  if opts.return_indices ~= nil and type(opts.return_indices) ~= "boolean" then
+    error(string.format("%s: return_indices must be true or false, got %s", name,
+                        type(opts.return_indices)), 0)
+  end
+  self.return_indices = opts.return_indices == true
+  return self
+end
+
+function AdaptiveMaxPool3d:forward(x)
+  return vol.adaptive_max_pool3d(x, self.output_size, self.return_indices)
+end
+
+AdaptiveMaxPool3d.extra_repr = adaptive_repr
+
+for _, c in ipairs {AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d} do
+  getmetatable(c).__call = function(_, ...) return c.new(...) end
+end
+
+do
+  local ok, help = pcall(require, "volua.help")
+  if ok and type(help) == "table" and type(help.register) == "function" then
+    help.register(nn.AvgPool3d, [==[
+nn.AvgPool3d(kernel_size [, {stride=kernel_size, padding=0, ceil_mode=false,
+             count_include_pad=true, divisor_override=nil}])
+  As torch.nn.AvgPool3d: m(x) = vol.avg_pool3d(x, {...}).
+  Example: m = nn.AvgPool3d(2); y = m(x)   -- AvgPool3d(kernel_size=2, stride=2, padding=0)]==])
+    help.register(nn.AdaptiveAvgPool3d, [==[
+nn.AdaptiveAvgPool3d(output_size)
+  As torch.nn.AdaptiveAvgPool3d: output_size is a number or {d, h, w}, a nil entry keeping
+  the input's size (PyTorch's None). m(x) = vol.adaptive_avg_pool3d(x, output_size).
+  Example: m = nn.AdaptiveAvgPool3d({1, nil, 4}); y = m(x)]==])
+    help.register(nn.AdaptiveMaxPool3d, [==[
+nn.AdaptiveMaxPool3d(output_size [, {return_indices=false}])
+  As torch.nn.AdaptiveMaxPool3d; with return_indices, m(x) returns the output and int64
+  indices (flat 0-based offsets in each D*H*W volume).
+  Example: m = nn.AdaptiveMaxPool3d(2, {return_indices = true}); y, idx = m(x)]==])
+  end
 end
 
 -- -- calling the classes: nn.Conv3d(...) is nn.Conv3d.new(...) ----

@@ -71,4 +71,11 @@ int volua_cpu_instance_norm_update(const volua_batch_norm_geom *g, const float *
 int volua_cpu_layer_norm(const volua_layer_norm_geom *g, const float *x, const float *w, const float *b,
                          float *y, char *err);
 
+/* pooling family (src/cpu/avg_pool3d.c, src/cpu/adaptive_pool3d.c) */
+int volua_cpu_avg_pool3d(const volua_avg_pool3d_geom *g, const float *x, float *y, char *err);
+int volua_cpu_adaptive_avg_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
+                                  char *err);
+int volua_cpu_adaptive_max_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
+                                  int64_t *indices, char *err);
+
 #endif
