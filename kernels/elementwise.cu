@@ -293,21 +293,24 @@ struct leaky_relu_rule {
   float slope;
   __device__ __forceinline__ float operator()(float x) const { return x > 0.0f ? x : x * slope; }
 };
-// std::min(std::max(...)) as comparisons, so that NaN passes through (fminf / fmaxf would drop it)
+// std::min(std::max(...)) as comparisons, so that NaN passes through (fminf / fmaxf would drop it).
+// In double, as the CPU: the same operations in the same order, so the same float. (In float,
+// x * 6 overflows to inf for x > 5.7e37, where hardswish(x) is x; PyTorch's float formula gives
+// that inf.)
 struct hardswish_rule {
   __device__ __forceinline__ float operator()(float x) const {
-    float m = x + 3.0f;
-    m = m < 0.0f ? 0.0f : m;
-    m = 6.0f < m ? 6.0f : m;
-    return x * m / 6.0f;
+    double m = (double)x + 3.0;
+    m = m < 0.0 ? 0.0 : m;
+    m = 6.0 < m ? 6.0 : m;
+    return (float)((double)x * m / 6.0);
   }
 };
 struct hardsigmoid_rule {
   __device__ __forceinline__ float operator()(float x) const {
-    float m = x + 3.0f;
-    m = m < 0.0f ? 0.0f : m;
-    m = 6.0f < m ? 6.0f : m;
-    return m / 6.0f;
+    double m = (double)x + 3.0;
+    m = m < 0.0 ? 0.0 : m;
+    m = 6.0 < m ? 6.0 : m;
+    return (float)(m / 6.0);
   }
 };
 // Bounds rounded to float give the CPU's result exactly: x is a float and rounding is monotonic.
