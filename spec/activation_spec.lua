@@ -104,8 +104,8 @@ end
 --             the threshold test is made in double on both sides           R = 9 (+ the z term)
 --   elu       expm1f 2U, float(alpha) U, * U, CPU U                         R = 5
 --   leaky_relu  float(slope) U, * U, CPU U                                  R = 3
---   hardswish   x + 3 U, * U, / 6 U, CPU U                                  R = 4
---   hardsigmoid x + 3 U, / 6 U, CPU U                                       R = 3
+--   hardswish, hardsigmoid: in double on both (the formula in float overflows x * 6 to inf for
+--             x > 5.7e37; run s37r2 found it), rounded once: CPU U               R = 1
 --   hardtanh, clamp, relu, abs: comparisons with float-rounded bounds give the CPU's result exactly
 --   gelu      0.5x * (1 + erff(x * float(sqrt(1/2)))): the sum 1 + erf cancels for x < 0, so its
 --             absolute error counts: erff 2 ulp <= 2U (|erf| < 1), the argument's two roundings
@@ -144,9 +144,9 @@ local OPS = {
   {name = "hardtanh", variants = {{}, {0, 6}, {-0.3, 2.7}, {2, 1}},
    ref = function(x, lo, hi) return clamp(x, lo or -1, hi or 1) end, R = 0},
   {name = "hardswish", variants = {{}},
-   ref = function(x) if x ~= x then return x end return x * clamp(x + 3, 0, 6) / 6 end, R = 4},
+   ref = function(x) if x ~= x then return x end return x * clamp(x + 3, 0, 6) / 6 end, R = 1},
   {name = "hardsigmoid", variants = {{}},
-   ref = function(x) if x ~= x then return x end return clamp(x + 3, 0, 6) / 6 end, R = 3},
+   ref = function(x) if x ~= x then return x end return clamp(x + 3, 0, 6) / 6 end, R = 1},
   {name = "clamp", variants = {{-1, 1}, {0, nil}, {nil, 0.5}, {2, 1}, {-0.25, 3.5}, {-inf, 1e30}},
    ref = function(x, lo, hi) return clamp(x, lo, hi) end, R = 0},
   {name = "relu", variants = {{}}, ref = function(x) return clamp(x, 0, nil) end, R = 0},
@@ -391,7 +391,7 @@ describe("activations: dtypes, clamp, maximum, minimum, errors (" .. device .. "
       {function() return vol.silu(dead) end, "^silu: input is a freed tensor$"},
       {function() return vol.hardtanh(vol.zeros({2}, {dtype = "int64"}), -inf) end,
        "^hardtanh: min_val %-inf cannot be converted to int64"},
-      {function() return vol.maximum(x, vol.rand({4})) end, "^maximum: shapes %(2, 3%) and %(4,%) do not broadcast"},
+      {function() return vol.maximum(x, vol.rand({4}):to(device)) end, "^maximum: shapes %(2, 3%) and %(4,%) do not broadcast"},
       {function() return vol.minimum(1, 2) end, "^minimum: operands must be tensors or numbers, one a tensor"},
       {function() return vol.maximum(x, "1") end, "^maximum: operands must be tensors or numbers, got string"},
     }
@@ -627,8 +627,10 @@ describe("activations: GPU against CPU (seed " .. SEED .. ", device " .. target 
       local y = x:tanh()
       assert.equal(-1, y:get(n))
       assert.is_true(y:get(n - 1) ~= y:get(n - 1))
-      assert.equal(vol.tensor({0.5}):tanh():item(), y:get(n - 2))
-      assert.equal(vol.tensor({0.5}):tanh():item(), y:get(1))
+      -- the same kernel on a small tensor: this case checks the indexing, not tanhf's ulps
+      local want = vol.full({1}, 0.5, {device = "cuda"}):tanh():item()
+      assert.equal(want, y:get(n - 2))
+      assert.equal(want, y:get(1))
       local c = x:clamp(0, 0.25)
       assert.equal(0, c:get(n))
       assert.equal(0.25, c:get(n - 2))
