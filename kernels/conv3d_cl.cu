@@ -769,17 +769,27 @@ static void cl_job_init(ClJob &J, const char *op, volua_math_mode math, bool for
 // s2 p1 of (2, 64, 32, 64, 64) (0.192 ms against 0.183: its input copy has 8 times the output's
 // positions) and 128 -> 64 k4 s2 p1 of (2, 128, 16, 32, 32) (0.447 against 0.439); of the rows it
 // leaves, 128 -> 64 k3 of (2, 128, 16, 32, 32) took 0.141 there and 0.162 here (s18r1).
-static int cl_wanted(int64_t C_in, int64_t C_out, bool uneven) { // (2: forced)
+// Transposed convolutions, since the thirty-seventh session (run s37r5, H200, this path against
+// VOLUA_TC_CL=0, fp32 / tf32 ms): with 128 output channels the tc paths won every shape measured:
+// L2-61's 64 -> 128 k3 of (16, 64, 32, 32, 32) 2.74 / 1.32 against 4.21 / 1.85 here, L2-77's k5
+// 9.03 / 3.52 against 13.45 / 4.83, L2-100's k3 s2 p1 of (16, 64, 24, 48, 48) 6.43 / 5.56 against
+// 11.61 / 9.80, the same at N 2, k3 s2 p1 of (2, 64, 32, 64, 64) 2.10 / 1.50 against 3.15 / 2.93,
+// k3 of (2, 64, 16, 32, 32) 0.207 / 0.103 against 0.303 / 0.152. Below 128 this path still wins
+// k3 s2 p1 op1 128 -> 64 (0.260 / 0.149 against 0.350 / 0.208) and k4 s2 p1 in tf32 at N 2, and
+// loses k4 s2 p1 128 -> 64 at N 8 (1.83 / 0.95 against 1.45 / 0.86): kept there. From 256 input
+// channels: not measured, kept. (The three conv3d shapes of that run stay here: 64 -> 128 and
+// 256 -> 128 were 5-30 % faster on this path.)
+static int cl_wanted(int64_t C_in, int64_t C_out, bool transposed, bool uneven) { // (2: forced)
   const char *v = getenv("VOLUA_TC_CL");
   if (v && strcmp(v, "0") == 0) return 0;
   if (v && strcmp(v, "1") == 0) return 2;
-  if (uneven && C_in >= 64) return 1;
+  if (transposed) return C_in >= 256 || (uneven && C_in >= 64 && C_out < 128);
   return C_in >= 256 || (C_in >= 64 && C_out >= 128);
 }
 
 extern "C" int volua_cuda_conv3d_cl(const volua_conv3d_geom *g, const float *x, const float *w, const float *b,
                                     float *y, volua_math_mode math, cudaStream_t s, char *err) {
-  const int want = cl_wanted(g->C_in, g->C_out, false);
+  const int want = cl_wanted(g->C_in, g->C_out, false, false);
   if ((math != VOLUA_MATH_TF32 && math != VOLUA_MATH_FP32) || g->groups != 1 || g->padding_mode != VOLUA_PAD_ZEROS ||
       g->C_in < 32 || g->C_out < 64 || !want)
     return VOLUA_FAST_NOT_APPLICABLE;
@@ -806,7 +816,7 @@ extern "C" int volua_cuda_conv_transpose3d_cl(const volua_conv_transpose3d_geom 
     n[d] = g->stride[d] < g->out[d] ? g->stride[d] : g->out[d];
     for (int64_t c = 1; c < n[d]; c++) uneven = uneven || ph[d][c].taps != ph[d][0].taps || ph[d][c].ipad != ph[d][0].ipad;
   }
-  const int want = cl_wanted(g->C_in, g->C_out, uneven);
+  const int want = cl_wanted(g->C_in, g->C_out, true, uneven);
   if ((math != VOLUA_MATH_TF32 && math != VOLUA_MATH_FP32) || g->groups != 1 || g->C_in < 32 || g->C_out < 64 || !want ||
       n[0] * n[1] * n[2] > CL_MAX_PHASES)
     return VOLUA_FAST_NOT_APPLICABLE;
