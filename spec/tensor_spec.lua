@@ -183,6 +183,31 @@ describe("tensor arithmetic", function()
   end)
 end)
 
+describe("division by a power of two", function()
+  -- volua multiplies by the reciprocal there (src/ops/elementwise.c): the result must still be the
+  -- correctly rounded quotient, subnormal results, zeros, infinities and NaN included. The Lua
+  -- quotient of a float by a power of two is exact in double; vol.tensor rounds it once.
+  local xs = {1, 3, -7.25, 1.5e-38, 1.401298464324817e-45, 3.4028234663852886e38, 0, -0.0, 1 / 0, -1 / 0,
+              0 / 0, 2.5e-40, 123456.789}
+  for _, s in ipairs({2, 0.5, 2 ^ 127, 2 ^ -127, -4, 2 ^ -126, 2 ^ 100}) do
+    it("x / " .. s .. " on " .. device, function()
+      local x = vol.tensor(xs):to(device)
+      local y = (x / s):cpu()
+      local xf = x:cpu()
+      for i = 1, #xs do
+        local want = vol.tensor({xf:get(i) / s}):item()
+        local got = y:get(i)
+        if want ~= want then
+          assert.is_true(got ~= got, ("element %d: got %s, want NaN"):format(i, tostring(got)))
+        else
+          assert.are.equal(want, got, ("x = %.9g, s = %.9g"):format(xf:get(i), s))
+          assert.are.equal(1 / want, 1 / got, "the sign of zero") -- -0 stays -0
+        end
+      end
+    end)
+  end
+end)
+
 describe("comparisons", function()
   it("max_abs_diff is NaN where exactly one side is NaN", function()
     local a = vol.tensor({1, 2, 0 / 0})
