@@ -44,6 +44,13 @@ EXTRA += KB_EXTRA
 # volua script would write them: one op after the other; scripts/bench.lua's make_call)
 KB2_EXTRA = ["L2-61", "L2-20", "L2-78", "L2-8"]
 EXTRA += KB2_EXTRA
+# the other level 2 3D problems, made of the activations, softmax and logsumexp, amax/amin, avg_pool3d,
+# batch_norm, instance_norm and layer_norm added in the thirty-seventh session (all but L2-83, whose
+# training-mode dropout draws random numbers PyTorch's way)
+KB2_MORE = ["L2-3", "L2-6", "L2-7", "L2-13", "L2-15", "L2-24", "L2-26", "L2-27", "L2-34", "L2-38", "L2-43",
+            "L2-47", "L2-48", "L2-49", "L2-50", "L2-58", "L2-60", "L2-72", "L2-74", "L2-77", "L2-79", "L2-89",
+            "L2-90", "L2-96", "L2-100"]
+EXTRA += KB2_MORE
 # volua's tolerances per math mode (../shared/golden/README.md)
 TOL = {"fp32": (1e-4, 1e-5), "tf32": (1e-2, 1e-2)}
 
@@ -113,7 +120,291 @@ def problems():
             x = self.global_avg_pool(self.max_pool(self.conv(x) / 2.0)) + self.bias
             return torch.sum(x, dim=1)
 
-    return {
+
+    # -- the thirty-seventh session's level 2 problems (KernelBench's files: shapes, modules, forward) ----
+    F = torch.nn.functional
+
+    class L2_3(nn.Module):  # ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, output_padding=1)
+            self.sum_weight = nn.Parameter(torch.tensor(1.0))
+            self.norm = nn.LayerNorm((64,))
+            self.avg_pool = nn.AvgPool3d(kernel_size=2)
+            self.gelu = nn.GELU()
+
+        def forward(self, x):
+            return self.gelu(self.avg_pool(self.norm(self.conv_transpose(x) + self.sum_weight)))
+
+    class L2_6(nn.Module):  # Conv3d_Softmax_MaxPool_MaxPool
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(3, 16, 3)
+            self.pool1, self.pool2 = nn.MaxPool3d(2), nn.MaxPool3d(2)
+
+        def forward(self, x):
+            return self.pool2(self.pool1(torch.softmax(self.conv(x), dim=1)))
+
+    class L2_7(nn.Module):  # Conv3d_ReLU_LeakyReLU_GELU_Sigmoid_BiasAdd
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(8, 32, 3)
+            self.bias = nn.Parameter(torch.randn(32, 1, 1, 1))
+
+        def forward(self, x):
+            x = F.leaky_relu(torch.relu(self.conv(x)), negative_slope=0.01)
+            return torch.sigmoid(F.gelu(x)) + self.bias
+
+    class L2_13(nn.Module):  # ConvTranspose3d_Mean_Add_Softmax_Tanh_Scaling
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(16, 64, 3, stride=1, padding=1)
+            self.bias = nn.Parameter(torch.randn(1, 64, 1, 1, 1))
+
+        def forward(self, x):
+            x = self.conv_transpose(x).mean(dim=2, keepdim=True) + self.bias
+            return torch.tanh(torch.softmax(x, dim=1)) * 2.0
+
+    class L2_15(nn.Module):  # ConvTranspose3d_BatchNorm_Subtract (training mode: batch statistics)
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(16, 32, 3, stride=2, padding=1)
+            self.batch_norm = nn.BatchNorm3d(32)
+
+        def forward(self, x):
+            x = self.batch_norm(self.conv_transpose(x))
+            return x - torch.mean(x, dim=(2, 3, 4), keepdim=True)
+
+    class L2_24(nn.Module):  # Conv3d_Min_Softmax
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(3, 24, 3)
+
+        def forward(self, x):
+            return torch.softmax(torch.min(self.conv(x), dim=2)[0], dim=1)
+
+    class L2_26(nn.Module):  # ConvTranspose3d_Add_HardSwish (its bias parameter is unused, as in the file)
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, output_padding=1)
+
+        def forward(self, x, add_input):
+            x = self.conv_transpose(x) + add_input
+            return x * F.hardswish(x)
+
+    class L2_27(nn.Module):  # Conv3d_HardSwish_GroupNorm_Mean
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(3, 16, 4)
+            self.group_norm = nn.GroupNorm(4, 16)
+
+        def forward(self, x):
+            return torch.mean(self.group_norm(F.hardswish(self.conv(x))), dim=[2, 3, 4])
+
+    class L2_34(nn.Module):  # ConvTranspose3d_LayerNorm_GELU_Scaling (LayerNorm(64) over W, which is 64)
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(32, 64, 4, stride=2, padding=1)
+            self.layer_norm = nn.LayerNorm(64, eps=1e-5)
+
+        def forward(self, x):
+            return F.gelu(self.layer_norm(self.conv_transpose(x))) * 1.0
+
+    class L2_38(nn.Module):  # ConvTranspose3d_AvgPool_Clamp_Softmax_Multiply
+        def __init__(self):
+            super().__init__()
+            self.avg_pool = nn.AvgPool3d(2)
+            self.conv_transpose = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, output_padding=1)
+            self.scale = nn.Parameter(torch.ones(1, 64, 1, 1, 1))
+
+        def forward(self, x):
+            x = torch.clamp(self.conv_transpose(self.avg_pool(x)), 0.0, 1.0)
+            b, c, d, h, w = x.shape
+            return torch.softmax(x.view(b, c, -1), dim=2).view(b, c, d, h, w) * self.scale
+
+    class L2_43(nn.Module):  # Conv3d_Max_LogSumExp_ReLU
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(32, 64, 3, stride=1, padding=1)
+            self.max_pool = nn.MaxPool3d(kernel_size=2, stride=2)
+
+        def forward(self, x):
+            return torch.relu(torch.logsumexp(self.max_pool(self.conv(x)), dim=1, keepdim=True))
+
+    class L2_47(nn.Module):  # Conv3d_Mish_Tanh
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(32, 64, 3)
+
+        def forward(self, x):
+            return torch.tanh(F.mish(self.conv(x)))
+
+    class L2_48(nn.Module):  # Conv3d_Scaling_Tanh_Multiply_Sigmoid
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(3, 16, 3)
+            self.scaling_factor = nn.Parameter(torch.randn(16, 1, 1, 1))
+            self.bias = nn.Parameter(torch.randn(16, 1, 1, 1))
+
+        def forward(self, x):
+            return torch.sigmoid(torch.tanh(self.conv(x) * self.scaling_factor) * self.bias)
+
+    class L2_49(nn.Module):  # ConvTranspose3d_Softmax_Sigmoid
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, output_padding=1)
+
+        def forward(self, x):
+            return torch.sigmoid(torch.softmax(self.conv_transpose(x), dim=1))
+
+    class L2_50(nn.Module):  # ConvTranspose3d_Scaling_AvgPool_BiasAdd_Scaling
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(3, 16, 3, stride=2, padding=1)
+            self.scale1 = nn.Parameter(torch.tensor(0.5))
+            self.avg_pool = nn.AvgPool3d(kernel_size=2)
+            self.bias = nn.Parameter(torch.randn(16, 1, 1, 1))
+            self.scale2 = nn.Parameter(torch.tensor(1.0))
+
+        def forward(self, x):
+            return (self.avg_pool(self.conv_transpose(x) * self.scale1) + self.bias) * self.scale2
+
+    class L2_58(nn.Module):  # ConvTranspose3d_LogSumExp_HardSwish_Subtract_Clamp
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(3, 16, 3, stride=2, padding=1)
+            self.bias = nn.Parameter(torch.randn(1, 1, 1, 1))
+
+        def forward(self, x):
+            x = torch.logsumexp(self.conv_transpose(x), dim=1, keepdim=True)
+            x = x * torch.sigmoid(x + 3) / 6
+            return torch.clamp(x - self.bias, min=-1, max=1)
+
+    class L2_60(nn.Module):  # ConvTranspose3d_Swish_GroupNorm_HardSwish
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(3, 16, 3, stride=2, padding=1)
+            self.group_norm = nn.GroupNorm(num_groups=4, num_channels=16, eps=1e-5)
+
+        def forward(self, x):
+            x = self.conv_transpose(x)
+            return F.hardswish(self.group_norm(torch.sigmoid(x) * x))
+
+    class L2_72(nn.Module):  # ConvTranspose3d_BatchNorm_AvgPool_AvgPool (training mode)
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(3, 16, 3, stride=2, padding=1)
+            self.batch_norm = nn.BatchNorm3d(16)
+            self.avg_pool1, self.avg_pool2 = nn.AvgPool3d(kernel_size=2), nn.AvgPool3d(kernel_size=2)
+
+        def forward(self, x):
+            return self.avg_pool2(self.avg_pool1(self.batch_norm(self.conv_transpose(x))))
+
+    class L2_74(nn.Module):  # ConvTranspose3d_LeakyReLU_Multiply_LeakyReLU_Max
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(16, 32, 3, stride=2, padding=1, output_padding=1)
+            self.multiplier = nn.Parameter(torch.randn(32, 1, 1, 1))
+            self.leaky_relu = nn.LeakyReLU(negative_slope=0.2)
+            self.max_pool = nn.MaxPool3d(kernel_size=2)
+
+        def forward(self, x):
+            x = self.leaky_relu(self.leaky_relu(self.conv_transpose(x)) * self.multiplier)
+            return self.max_pool(x)
+
+    class L2_77(nn.Module):  # ConvTranspose3d_Scale_BatchNorm_GlobalAvgPool (training mode)
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(64, 128, 5)
+            self.batch_norm = nn.BatchNorm3d(128, eps=1e-5, momentum=0.1)
+            self.global_avg_pool = nn.AdaptiveAvgPool3d((1, 1, 1))
+
+        def forward(self, x):
+            return self.global_avg_pool(self.batch_norm(self.conv_transpose(x) * 2.0))
+
+    class L2_79(nn.Module):  # Conv3d_Multiply_InstanceNorm_Clamp_Multiply_Max
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(3, 16, 3)
+            self.multiplier = nn.Parameter(torch.randn(16, 1, 1, 1))
+            self.instance_norm = nn.InstanceNorm3d(16)
+
+        def forward(self, x):
+            x = torch.clamp(self.instance_norm(self.conv(x) * self.multiplier), -1.0, 1.0)
+            return torch.max(x * self.multiplier, dim=1)[0]
+
+    class L2_89(nn.Module):  # ConvTranspose3d_MaxPool_Softmax_Subtract_Swish_Max
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(3, 16, 3, stride=2, padding=1, output_padding=1)
+            self.max_pool = nn.MaxPool3d(kernel_size=2, stride=2, padding=0)
+            self.subtract = nn.Parameter(torch.randn(16))
+
+        def forward(self, x):
+            x = torch.softmax(self.max_pool(self.conv_transpose(x)), dim=1)
+            x = x - self.subtract.view(1, -1, 1, 1, 1)
+            return torch.max(torch.sigmoid(x) * x, dim=1)[0]
+
+    class L2_90(nn.Module):  # Conv3d_LeakyReLU_Sum_Clamp_GELU
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(8, 64, 3)
+            self.sum_tensor = nn.Parameter(torch.randn(64, 1, 1, 1))
+
+        def forward(self, x):
+            x = F.leaky_relu(self.conv(x), negative_slope=0.2) + self.sum_tensor
+            return F.gelu(torch.clamp(x, min=-1.0, max=1.0))
+
+    class L2_96(nn.Module):  # ConvTranspose3d_Multiply_Max_GlobalAvgPool_Clamp
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(3, 16, 3, stride=2, padding=1)
+            self.maxpool = nn.MaxPool3d(kernel_size=2)
+            self.global_avg_pool = nn.AdaptiveAvgPool3d((1, 1, 1))
+
+        def forward(self, x):
+            x = self.global_avg_pool(self.maxpool(self.conv_transpose(x) * 0.5))
+            return torch.clamp(x, min=0, max=1)
+
+    class L2_100(nn.Module):  # ConvTranspose3d_Clamp_Min_Divide
+        def __init__(self):
+            super().__init__()
+            self.conv_transpose = nn.ConvTranspose3d(64, 128, 3, stride=2, padding=1)
+
+        def forward(self, x):
+            return torch.clamp(self.conv_transpose(x), min=-1.0) / 2.0
+
+    more = {
+        "L2-3": ((32, 32, 16, 32, 32), L2_3, "convT 32->64 k3 s2 p1 op1, + w, LayerNorm(64) over W, avg_pool 2, GELU"),
+        "L2-6": ((128, 3, 16, 32, 32), L2_6, "conv 3->16 k3, softmax over C, max_pool 2, max_pool 2"),
+        "L2-7": ((64, 8, 32, 64, 64), L2_7, "conv 8->32 k3, relu, leaky_relu, GELU, sigmoid, + bias[c]"),
+        "L2-13": ((16, 16, 32, 128, 128), L2_13, "convT 16->64 k3 p1, mean over D, + bias[c], softmax over C, tanh, * 2"),
+        "L2-15": ((16, 16, 16, 32, 32), L2_15, "convT 16->32 k3 s2 p1, BatchNorm3d (train), - mean over DHW"),
+        "L2-24": ((128, 3, 24, 32, 32), L2_24, "conv 3->24 k3, min over D, softmax over C"),
+        "L2-26": ((128, 32, 16, 16, 16), L2_26, "convT 32->64 k3 s2 p1 op1, + input, * hardswish"),
+        "L2-27": ((1024, 3, 16, 32, 32), L2_27, "conv 3->16 k4, hardswish, GroupNorm(4, 16), mean over DHW"),
+        "L2-34": ((32, 32, 16, 32, 32), L2_34, "convT 32->64 k4 s2 p1, LayerNorm(64) over W, GELU, * 1"),
+        "L2-38": ((32, 32, 32, 64, 64), L2_38, "avg_pool 2, convT 32->64 k3 s2 p1 op1, clamp, softmax over DHW, * scale[c]"),
+        "L2-43": ((4, 32, 32, 128, 128), L2_43, "conv 32->64 k3 p1, max_pool 2, logsumexp over C, relu"),
+        "L2-47": ((16, 32, 32, 64, 64), L2_47, "conv 32->64 k3, mish, tanh"),
+        "L2-48": ((128, 3, 16, 64, 64), L2_48, "conv 3->16 k3, * s[c], tanh, * b[c], sigmoid"),
+        "L2-49": ((16, 32, 16, 32, 32), L2_49, "convT 32->64 k3 s2 p1 op1, softmax over C, sigmoid"),
+        "L2-50": ((128, 3, 16, 32, 32), L2_50, "convT 3->16 k3 s2 p1, * s, avg_pool 2, + bias[c], * s"),
+        "L2-58": ((128, 3, 16, 32, 32), L2_58, "convT 3->16 k3 s2 p1, logsumexp over C, x sigmoid(x+3)/6, - b, clamp"),
+        "L2-60": ((128, 3, 16, 32, 32), L2_60, "convT 3->16 k3 s2 p1, swish, GroupNorm(4, 16), hardswish"),
+        "L2-72": ((64, 3, 32, 32, 32), L2_72, "convT 3->16 k3 s2 p1, BatchNorm3d (train), avg_pool 2, avg_pool 2"),
+        "L2-74": ((16, 16, 16, 32, 32), L2_74, "convT 16->32 k3 s2 p1 op1, leaky_relu, * m[c], leaky_relu, max_pool 2"),
+        "L2-77": ((16, 64, 16, 32, 32), L2_77, "convT 64->128 k5, * 2, BatchNorm3d (train), mean over DHW"),
+        "L2-79": ((128, 3, 16, 32, 32), L2_79, "conv 3->16 k3, * m[c], InstanceNorm3d, clamp, * m[c], max over C"),
+        "L2-89": ((128, 3, 16, 32, 32), L2_89, "convT 3->16 k3 s2 p1 op1, max_pool 2, softmax over C, - s[c], swish, max over C"),
+        "L2-90": ((128, 8, 16, 64, 64), L2_90, "conv 8->64 k3, leaky_relu, + s[c], clamp, GELU"),
+        "L2-96": ((128, 3, 16, 32, 32), L2_96, "convT 3->16 k3 s2 p1, * 0.5, max_pool 2, mean over DHW, clamp"),
+        "L2-100": ((16, 64, 24, 48, 48), L2_100, "convT 64->128 k3 s2 p1, clamp(min=-1), / 2"),
+    }
+    extra_inputs = {"L2-26": {"add_input": (128, 64, 32, 32, 32)}}
+    train_mode = {"L2-15", "L2-72", "L2-77"}  # KernelBench runs its models as built: BatchNorm in training mode
+
+    table = {
         "L1-43": dict(op="max_pool3d", shape=(16, 32, 128, 128, 128), seed=43,
                       make=lambda: nn.MaxPool3d(kernel_size=3, stride=2, padding=1, dilation=3),
                       args={"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 3},
@@ -199,6 +490,11 @@ def problems():
                            args={"stride": 2, "padding": 1, "groups": 4},
                            desc="conv_transpose3d (4,32,32,64,128) 32->32 k3 s2 p1 groups 4"),
     }
+    for i, (name, (shape, make, desc)) in enumerate(more.items()):
+        table[name] = dict(op="kb2_" + name[3:], shape=shape, seed=300 + int(name[3:]), make=make, args={},
+                           desc=desc + " " + str(shape).replace(" ", ""), extra=extra_inputs.get(name, {}),
+                           train=name in train_mode)
+    return table
 
 
 def lua_value(v):
@@ -281,13 +577,20 @@ def torch_problem(a, name, p, dev, flush, results):
     import torch.nn as nn
     t0 = time.time()
     torch.manual_seed(p["seed"])
-    model = p["make"]().eval()
+    model = p["make"]()
+    model = model.train() if p.get("train") else model.eval()
     gen = torch.Generator().manual_seed(p["seed"] + 1000)
     x_cpu = torch.rand(p["shape"], generator=gen, dtype=torch.float32)
     pdir = os.path.join(a.dir, name)
     os.makedirs(pdir, exist_ok=True)
     files = {"x": "x.npy"}
     np.save(os.path.join(pdir, "x.npy"), x_cpu.numpy())
+    extras = []  # more inputs of the forward, uniform [0, 1) as the file's get_inputs
+    for k, shape in p.get("extra", {}).items():
+        e = torch.rand(shape, generator=gen, dtype=torch.float32)
+        np.save(os.path.join(pdir, k + ".npy"), e.numpy())
+        files[k] = k + ".npy"
+        extras.append(e.to(dev))
     for k, v in model.state_dict().items():
         np.save(os.path.join(pdir, k + ".npy"), v.detach().cpu().numpy())
         files[k] = k + ".npy"
@@ -296,7 +599,9 @@ def torch_problem(a, name, p, dev, flush, results):
     r = {"desc": p["desc"], "op": p["op"]}
     with torch.no_grad():
         # the float64 reference
-        ref = model.double()(x.double())
+        # (in training mode BatchNorm updates its running statistics at every call: volua's side
+        # starts from the initial ones saved above, and its output does not depend on them)
+        ref = model.double()(x.double(), *[e.double() for e in extras])
         model = model.float()
         if p["op"] == "max_pool3d":  # exact in float32: keep the file small
             np.save(os.path.join(pdir, "ref.npy"), ref.float().cpu().numpy())
@@ -319,7 +624,7 @@ def torch_problem(a, name, p, dev, flush, results):
             if compiled:
                 m = torch.compile(m)
             try:
-                fn = lambda: m(xi)
+                fn = lambda: m(xi, *extras)
                 med, times = time_cuda(fn, a.warmup, a.reps, flush)
                 out = fn()
                 torch.cuda.synchronize()

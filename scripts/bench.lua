@@ -69,6 +69,117 @@ local function load_inputs(p)
   return t, vol.load(dir .. "/" .. p.name .. "/" .. p.files.ref):cuda()
 end
 
+-- The other KernelBench level 2 3D problems (bench/bench.py's KB2_MORE), each as a volua script
+-- would write its module's forward; t holds the inputs and the state_dict's tensors by name.
+local convT = function(t, opts) return vol.conv_transpose3d(t.x, t["conv_transpose.weight"], t["conv_transpose.bias"], opts) end
+local conv = function(t, opts) return vol.conv3d(t.x, t["conv.weight"], t["conv.bias"], opts) end
+local S2P1 = {stride = 2, padding = 1}
+local S2P1OP1 = {stride = 2, padding = 1, output_padding = 1}
+local KB2 = {
+  kb2_3 = function(t) return function()
+    local y = convT(t, S2P1OP1) + t.sum_weight:item()
+    y = vol.layer_norm(y, {64}, t["norm.weight"], t["norm.bias"])
+    return vol.avg_pool3d(y, {kernel_size = 2}):gelu()
+  end end,
+  kb2_6 = function(t) return function()
+    local y = vol.softmax(conv(t), 2)
+    return vol.max_pool3d(vol.max_pool3d(y, {kernel_size = 2}), {kernel_size = 2})
+  end end,
+  kb2_7 = function(t) return function()
+    return conv(t):relu():leaky_relu(0.01):gelu():sigmoid() + t.bias
+  end end,
+  kb2_13 = function(t) return function()
+    local y = vol.mean(convT(t, {padding = 1}), 3, true) + t.bias
+    return vol.softmax(y, 2):tanh() * 2
+  end end,
+  kb2_15 = function(t) return function()
+    local y = vol.batch_norm(convT(t, S2P1), t["batch_norm.running_mean"], t["batch_norm.running_var"],
+                             t["batch_norm.weight"], t["batch_norm.bias"], true, 0.1, 1e-5)
+    return y - vol.mean(y, {3, 4, 5}, true)
+  end end,
+  kb2_24 = function(t) return function()
+    return vol.softmax(vol.amin(conv(t), 3), 2)
+  end end,
+  kb2_26 = function(t) return function()
+    local y = convT(t, S2P1OP1) + t.add_input
+    return y * y:hardswish()
+  end end,
+  kb2_27 = function(t) return function()
+    local y = vol.group_norm(conv(t):hardswish(), 4, t["group_norm.weight"], t["group_norm.bias"])
+    return vol.mean(y, {3, 4, 5})
+  end end,
+  kb2_34 = function(t) return function()
+    local y = vol.layer_norm(convT(t, S2P1), {64}, t["layer_norm.weight"], t["layer_norm.bias"], 1e-5)
+    return y:gelu() * 1.0
+  end end,
+  kb2_38 = function(t) return function()
+    local x = vol.avg_pool3d(t.x, {kernel_size = 2})
+    local y = vol.conv_transpose3d(x, t["conv_transpose.weight"], t["conv_transpose.bias"], S2P1OP1):clamp(0, 1)
+    local shape = y.shape
+    return vol.softmax(y:reshape({shape[1], shape[2], -1}), 3):reshape(shape) * t.scale
+  end end,
+  kb2_43 = function(t) return function()
+    local y = vol.max_pool3d(conv(t, {padding = 1}), {kernel_size = 2, stride = 2})
+    return vol.logsumexp(y, 2, true):relu()
+  end end,
+  kb2_47 = function(t) return function()
+    return conv(t):mish():tanh()
+  end end,
+  kb2_48 = function(t) return function()
+    return ((conv(t) * t.scaling_factor):tanh() * t.bias):sigmoid()
+  end end,
+  kb2_49 = function(t) return function()
+    return vol.softmax(convT(t, S2P1OP1), 2):sigmoid()
+  end end,
+  kb2_50 = function(t) return function()
+    local y = vol.avg_pool3d(convT(t, S2P1) * t.scale1:item(), {kernel_size = 2})
+    return (y + t.bias) * t.scale2:item()
+  end end,
+  kb2_58 = function(t) return function()
+    local y = vol.logsumexp(convT(t, S2P1), 2, true)
+    y = y * (y + 3):sigmoid() / 6
+    return (y - t.bias):clamp(-1, 1)
+  end end,
+  kb2_60 = function(t) return function()
+    local y = convT(t, S2P1)
+    y = vol.group_norm(y:sigmoid() * y, 4, t["group_norm.weight"], t["group_norm.bias"], 1e-5)
+    return y:hardswish()
+  end end,
+  kb2_72 = function(t) return function()
+    local y = vol.batch_norm(convT(t, S2P1), t["batch_norm.running_mean"], t["batch_norm.running_var"],
+                             t["batch_norm.weight"], t["batch_norm.bias"], true, 0.1, 1e-5)
+    return vol.avg_pool3d(vol.avg_pool3d(y, {kernel_size = 2}), {kernel_size = 2})
+  end end,
+  kb2_74 = function(t) return function()
+    local y = (convT(t, S2P1OP1):leaky_relu(0.2) * t.multiplier):leaky_relu(0.2)
+    return vol.max_pool3d(y, {kernel_size = 2})
+  end end,
+  kb2_77 = function(t) return function()
+    local y = vol.batch_norm(convT(t) * 2, t["batch_norm.running_mean"], t["batch_norm.running_var"],
+                             t["batch_norm.weight"], t["batch_norm.bias"], true, 0.1, 1e-5)
+    return vol.mean(y, {3, 4, 5}, true)
+  end end,
+  kb2_79 = function(t) return function()
+    local y = vol.instance_norm(conv(t) * t.multiplier):clamp(-1, 1)
+    return vol.amax(y * t.multiplier, 2)
+  end end,
+  kb2_89 = function(t) return function()
+    local y = vol.softmax(vol.max_pool3d(convT(t, S2P1OP1), {kernel_size = 2, stride = 2}), 2)
+    y = y - t.subtract:reshape({1, -1, 1, 1, 1})
+    return vol.amax(y:sigmoid() * y, 2)
+  end end,
+  kb2_90 = function(t) return function()
+    return (conv(t):leaky_relu(0.2) + t.sum_tensor):clamp(-1, 1):gelu()
+  end end,
+  kb2_96 = function(t) return function()
+    local y = vol.max_pool3d(convT(t, S2P1) * 0.5, {kernel_size = 2})
+    return vol.mean(y, {3, 4, 5}, true):clamp(0, 1)
+  end end,
+  kb2_100 = function(t) return function()
+    return convT(t, S2P1):clamp(-1, nil) / 2
+  end end,
+}
+
 -- The call to time, as a closure over the inputs.
 local function make_call(p, t)
   local a = p.args
@@ -108,6 +219,8 @@ local function make_call(p, t)
       local y = vol.max_pool3d(vol.conv3d(t.x, t["conv.weight"], t["conv.bias"]) / 2, {kernel_size = 2})
       return vol.sum(vol.mean(y, {3, 4, 5}, true) + t.bias, 2)
     end
+  elseif KB2[p.op] then
+    return KB2[p.op](t)
   end
   error("bench.lua: unknown op " .. tostring(p.op))
 end
