@@ -482,33 +482,19 @@ end)
 
 -- -- 3. GPU against CPU on random tensors ----
 
-local target = os.getenv("VOLUA_ACT_SPEC_DEVICE") or "cuda"
-if target == "cuda" and not vol.cuda_available() then
-  local _, reason = vol.cuda_info()
-  describe("activations: GPU against CPU", function()
-    pending("no GPU: " .. tostring(reason))
-  end)
+local compare = require "spec.helpers.gpu_compare"
+local target, no_gpu = compare.target("VOLUA_ACT_SPEC_DEVICE")
+if no_gpu then
+  describe("activations: GPU against CPU", function() pending(no_gpu) end)
   return
 end
 
-local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
+local SEED = compare.seed("activation_spec", target)
 -- (gpu_check.sh lowers VOLUA_GPU_TRIALS under the sanitizers: never more than that here either)
 local TRIALS = tonumber(os.getenv("VOLUA_ACT_TRIALS")) or math.min(6, tonumber(os.getenv("VOLUA_GPU_TRIALS")) or 6)
-print(("# activation_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(SEED, SEED, target))
 
 -- Park-Miller, exact in doubles (busted's use of math.random cannot change the cases)
-local function generator(seed)
-  local s = seed % 2147483646 + 1
-  local r = {}
-  local function next_value()
-    s = (s * 48271) % 2147483647
-    return s
-  end
-  function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
-  function r.chance(p) return next_value() / 2147483647 < p end
-  function r.pick(t) return t[r.int(1, #t)] end
-  return r
-end
+local generator = compare.generator
 
 -- A random shape: empty, small and odd, or over 1M elements (big), of 1 to 5 dims.
 local function random_shape(r, big)

@@ -534,22 +534,18 @@ end)
 
 -- -- the GPU against the CPU ----
 
-local target = os.getenv("VOLUA_GPU_SPEC_DEVICE") or "cuda"
+local target, no_gpu = compare.target("VOLUA_GPU_SPEC_DEVICE")
 local TRIALS = tonumber(os.getenv("VOLUA_GPU_TRIALS")) or 25
 -- Both sides add in double in the same order and divide in double, so they agree to the last bit
 -- but for the rounding of nothing: the tolerance is far tighter than the project's 1e-4 / 1e-5.
 local TOL = {rtol = 1e-6, atol = 1e-7, equal_nan = true}
 
-if target == "cuda" and not vol.cuda_available() then
-  local _, reason = vol.cuda_info()
-  describe("pooling family on the GPU against the CPU", function()
-    pending("no GPU: " .. tostring(reason))
-  end)
+if no_gpu then
+  describe("pooling family on the GPU against the CPU", function() pending(no_gpu) end)
   return
 end
 
-local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
-print(("# avg_pool_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(SEED, SEED, target))
+local SEED = compare.seed("avg_pool_spec", target)
 
 local generator, sprinkle = compare.generator, compare.sprinkle
 local checks = compare.new {target = target, seed = SEED, trials = TRIALS, rtol = TOL.rtol, atol = TOL.atol}
@@ -655,15 +651,9 @@ describe("pooling family on the GPU against the CPU (seed " .. SEED .. ")", func
 end)
 
 describe("pooling family on large tensors (VOLUA_TEST_LARGE=1)", function()
-  if target ~= "cuda" or os.getenv("VOLUA_TEST_LARGE") ~= "1" then
-    pending("set VOLUA_TEST_LARGE=1 on a GPU with 40 GB or more to run them")
-    return
-  end
-
-  local function full_gc()
-    collectgarbage("collect")
-    collectgarbage("collect")
-  end
+  local why = compare.large_pending(target)
+  if why then return pending(why) end
+  local full_gc = compare.full_gc
 
   -- (2, 2, 1024, 1024, 520): 2.18 G elements, 8.7 GB; the second plane pair starts past 2^32 bytes
   it("avg_pool3d on 2.18 G elements: k 2 (the tiled kernel, int indices) and k (1, 1, 2) s 1 (the point kernel past 2^31 outputs)", function()

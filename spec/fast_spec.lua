@@ -10,44 +10,20 @@
 -- VOLUA_SEED=n reproduces a run; VOLUA_FAST_TRIALS sets the random cases per op and mode (default 12).
 -- VOLUA_FAST_SPEC_DEVICE=cpu runs the cases CPU against CPU (a self-test of this file without a GPU).
 local vol = require "volua"
+local compare = require "spec.helpers.gpu_compare"
 
-local target = os.getenv("VOLUA_FAST_SPEC_DEVICE") or "cuda"
-if target == "cuda" and not vol.cuda_available() then
-  local _, reason = vol.cuda_info()
-  describe("tensor-core fast paths", function()
-    pending("no GPU: " .. tostring(reason))
-  end)
+local target, no_gpu = compare.target("VOLUA_FAST_SPEC_DEVICE")
+if no_gpu then
+  describe("tensor-core fast paths", function() pending(no_gpu) end)
   return
 end
 
-local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
+local SEED = compare.seed("fast_spec", target)
 local TRIALS = tonumber(os.getenv("VOLUA_FAST_TRIALS")) or 12
 local TOL = {fp32 = {rtol = 1e-4, atol = 1e-5}, tf32 = {rtol = 1e-2, atol = 1e-2}}
-print(("# fast_spec: seed %d (VOLUA_SEED=%d reproduces this run)"):format(SEED, SEED))
 
 -- Park-Miller, exact in doubles: the cases a seed gives do not depend on math.random.
-local function generator(seed)
-  local s = seed % 2147483646 + 1
-  local r = {}
-  local function next_value()
-    s = (s * 48271) % 2147483647
-    return s
-  end
-  function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
-  function r.seed() return r.int(1, 2 ^ 30) end
-  function r.pick(t) return t[r.int(1, #t)] end
-  return r
-end
-
-local function show(v)
-  if type(v) == "table" then
-    local parts = {}
-    for k, x in pairs(v) do parts[#parts + 1] = tostring(k) .. "=" .. show(x) end
-    table.sort(parts)
-    return "{" .. table.concat(parts, ", ") .. "}"
-  end
-  return tostring(v)
-end
+local generator, show = compare.generator, compare.show
 
 -- Inputs uniform in [0, 1) as in the benchmark; weights uniform in +-1/sqrt(fan_in) as PyTorch
 -- initialises convolutions (data of this scale keeps TF32 within its tolerance at any K).

@@ -4,26 +4,22 @@
 -- VOLUA_GPU_TRIALS sets the random cases per op (default 25). VOLUA_GPU_SPEC_DEVICE=cpu runs the
 -- generators against the CPU itself (a self-test of this file on machines without a GPU).
 local vol = require "volua"
+local compare = require "spec.helpers.gpu_compare"
 
-local target = os.getenv("VOLUA_GPU_SPEC_DEVICE") or "cuda"
+local target, no_gpu = compare.target("VOLUA_GPU_SPEC_DEVICE")
 local TRIALS = tonumber(os.getenv("VOLUA_GPU_TRIALS")) or 25
 local RTOL, ATOL = 1e-4, 1e-5 -- the project's float32 tolerance
 local nan, inf = 0 / 0, math.huge
 
-if target == "cuda" and not vol.cuda_available() then
-  local _, reason = vol.cuda_info()
-  describe("GPU against CPU", function()
-    pending("no GPU: " .. tostring(reason))
-  end)
+if no_gpu then
+  describe("GPU against CPU", function() pending(no_gpu) end)
   return
 end
 
-local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
-print(("# gpu_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(SEED, SEED, target))
+local SEED = compare.seed("gpu_spec", target)
 
 -- -- helpers ----
 
-local compare = require "spec.helpers.gpu_compare"
 local generator, show = compare.generator, compare.show
 local checks = compare.new {target = target, seed = SEED, trials = TRIALS, rtol = RTOL, atol = ATOL}
 -- got (on the target) against want (on the CPU): allclose at fp32 tolerance, or bit for bit
@@ -42,11 +38,7 @@ end
 local random_trials = checks.random_trials
 
 -- Random tensor data of a shape (normal values), reproducible from the case's seed.
-local function data(shape, seed, offset)
-  local t = vol.randn(shape, {seed = seed})
-  if offset and offset ~= 0 then t = t + offset end
-  return t
-end
+local data = compare.data
 
 -- Puts a few NaN and infinite values into a CPU tensor at random positions.
 local sprinkle = compare.sprinkle
@@ -820,10 +812,7 @@ describe("GPU memory (seed " .. SEED .. ")", function()
     return
   end
 
-  local function full_gc()
-    collectgarbage("collect")
-    collectgarbage("collect")
-  end
+  local full_gc = compare.full_gc
 
   it("a loop of the same work calls cudaMalloc only in its first iteration", function()
     local x = data({2, 3, 10, 12, 14}, SEED + 701):to(target)
@@ -880,15 +869,9 @@ end)
 -- -- large tensors: 64-bit indexing ----
 
 describe("GPU large tensors (VOLUA_TEST_LARGE=1)", function()
-  if target ~= "cuda" or os.getenv("VOLUA_TEST_LARGE") ~= "1" then
-    pending("set VOLUA_TEST_LARGE=1 on a GPU with 40 GB or more to run them")
-    return
-  end
-
-  local function full_gc()
-    collectgarbage("collect")
-    collectgarbage("collect")
-  end
+  local why = compare.large_pending(target)
+  if why then return pending(why) end
+  local full_gc = compare.full_gc
 
   it("max_pool3d on (16, 32, 128, 128, 128): 1.07 G elements (k 3, s 2, p 1, d 3)", function()
     local shape = {16, 32, 128, 128, 128}

@@ -6,6 +6,7 @@
 -- VOLUA_NORMS_SPEC_DEVICE=cpu runs its generators against the CPU itself).
 local vol = require "volua"
 local nn = require "volua.nn"
+local compare = require "spec.helpers.gpu_compare"
 
 local device = os.getenv("VOLUA_TEST_DEVICE") or "cpu"
 local nan, inf = 0 / 0, math.huge
@@ -691,55 +692,20 @@ end)
 -- after their update; fixed shapes reach each kernel path of kernels/batch_norm.cu and
 -- layer_norm.cu. VOLUA_NORMS_SPEC_DEVICE=cpu runs it all against the CPU itself (a self-test).
 
-local target = os.getenv("VOLUA_NORMS_SPEC_DEVICE") or "cuda"
+local target, no_gpu = compare.target("VOLUA_NORMS_SPEC_DEVICE")
 
 describe("GPU against CPU: batch_norm, instance_norm, layer_norm", function()
-  if target == "cuda" and not vol.cuda_available() then
-    local _, reason = vol.cuda_info()
-    pending("no GPU: " .. tostring(reason))
+  if no_gpu then
+    pending(no_gpu)
     return
   end
   local TRIALS = tonumber(os.getenv("VOLUA_GPU_TRIALS")) or 25
-  local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
-  print(("# norms_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(SEED, SEED, target))
+  local SEED = compare.seed("norms_spec", target)
+  local checks = compare.new {target = target, seed = SEED, trials = TRIALS, rtol = RTOL, atol = ATOL}
+  local show, data, sprinkle = compare.show, compare.data, compare.sprinkle
 
-  -- Park-Miller, exact in doubles: busted's own use of math.random cannot move the cases
-  local function generator(seed)
-    local s = seed % 2147483646 + 1
-    local r = {}
-    local function next_value()
-      s = (s * 48271) % 2147483647
-      return s
-    end
-    function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
-    function r.chance(p) return next_value() / 2147483647 < p end
-    function r.pick(t) return t[r.int(1, #t)] end
-    function r.seed() return r.int(1, 2 ^ 30) end
-    return r
-  end
-
-  local function show(v)
-    if type(v) == "userdata" then return "tensor" .. show(v.shape) end
-    if type(v) == "table" then
-      local parts, keys = {}, {}
-      for k in pairs(v) do keys[#keys + 1] = k end
-      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-      for _, k in ipairs(keys) do
-        parts[#parts + 1] = (type(k) == "number" and "" or (tostring(k) .. "=")) .. show(v[k])
-      end
-      return "{" .. table.concat(parts, ", ") .. "}"
-    end
-    return tostring(v)
-  end
-
-  -- got (on the target) against want (on the CPU): shape, allclose at fp32 tolerance, NaN = NaN
-  local function same_as_cpu(got, want, what)
-    assert.equal(target, got.device, what .. ": on the wrong device")
-    local g = got:cpu()
-    assert.same(want.shape, g.shape, what .. ": shape")
-    assert.is_true(vol.allclose(g, want, {rtol = RTOL, atol = ATOL, equal_nan = true}),
-                   ("%s: not close to the CPU, max_abs_diff %s"):format(what, tostring(vol.max_abs_diff(g, want))))
-  end
+  -- got (on the target) against want (on the CPU): shape, dtype, allclose at fp32 tolerance, NaN = NaN
+  local same_as_cpu = checks.assert_close
 
   -- Running statistics: as same_as_cpu, but where the CPU's is +-inf (an infinite input in the
   -- channel: its plain sum), the GPU's may be NaN (Chan's merge of an infinite mean gives inf - inf),
@@ -768,38 +734,8 @@ describe("GPU against CPU: batch_norm, instance_norm, layer_norm", function()
   end
 
   -- Draws a case with gen(r) until the CPU accepts it (its checks are PyTorch's), then runs it on
-  -- the target and compares.
-  local function random_trials(name, salt, gen, run)
-    for trial = 1, TRIALS do
-      local r = generator(SEED * 7919 + salt * 1000003 + trial)
-      local case, want
-      for _ = 1, 200 do
-        case = gen(r)
-        local ok, res = pcall(run, case, "cpu")
-        if ok then want = res break end
-      end
-      assert(want, name .. ": the generator found no valid case in 200 draws")
-      local what = ("%s trial %d (VOLUA_SEED=%d) %s"):format(name, trial, SEED, show(case))
-      local ok, got = pcall(run, case, target)
-      assert.is_true(ok, what .. ": raised " .. tostring(got))
-      same_lists(got, want, what)
-    end
-  end
-
-  local function data(shape, seed, offset)
-    local t = vol.randn(shape, {seed = seed})
-    if offset and offset ~= 0 then t = t + offset end
-    return t
-  end
-
-  local function sprinkle(t, r, count)
-    for _ = 1, count do
-      local idx = {}
-      for i, n in ipairs(t.shape) do idx[i] = r.int(1, n) end
-      if #idx > 0 and t:numel() > 0 then t:set(r.pick({nan, nan, -inf, inf}), unpack(idx)) end
-    end
-    return t
-  end
+  -- the target and compares the lists.
+  local function random_trials(name, salt, gen, run) checks.random_trials(name, salt, gen, run, same_lists) end
 
   -- spatial sizes: short runs (the value-by-value kernels) and runs of 256 or more (float4 walks)
   local function spatial(r, shape, most)
@@ -939,14 +875,9 @@ describe("GPU against CPU: batch_norm, instance_norm, layer_norm", function()
 end)
 
 describe("GPU large tensors for batch_norm and layer_norm (VOLUA_TEST_LARGE=1)", function()
-  if target ~= "cuda" or not vol.cuda_available() or os.getenv("VOLUA_TEST_LARGE") ~= "1" then
-    pending("set VOLUA_TEST_LARGE=1 on a GPU with 40 GB or more to run them")
-    return
-  end
-  local function full_gc()
-    collectgarbage("collect")
-    collectgarbage("collect")
-  end
+  local why = compare.large_pending(target)
+  if why then return pending(why) end
+  local full_gc = compare.full_gc
   local function check(name, shape, f)
     local x = vol.rand(shape, {seed = 7, device = "cuda"}) + 100 -- a large mean
     full_gc()

@@ -555,63 +555,21 @@ end)
 
 -- -- the GPU against the CPU ----
 
-local target = os.getenv("VOLUA_GPU_SPEC_DEVICE") or "cuda"
+local compare = require "spec.helpers.gpu_compare"
+local target, no_gpu = compare.target("VOLUA_GPU_SPEC_DEVICE")
 local TRIALS = tonumber(os.getenv("VOLUA_GPU_TRIALS")) or 25
 
-if target == "cuda" and not vol.cuda_available() then
-  local _, reason = vol.cuda_info()
-  describe("softmax family: GPU against CPU", function()
-    pending("no GPU: " .. tostring(reason))
-  end)
+if no_gpu then
+  describe("softmax family: GPU against CPU", function() pending(no_gpu) end)
   return
 end
 
-local SEED = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
-print(("# softmax_spec: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(SEED, SEED, target))
+local SEED = compare.seed("softmax_spec", target)
 
--- Park-Miller, exact in doubles (as spec/gpu_spec.lua's)
-local function generator(seed)
-  local s = seed % 2147483646 + 1
-  local r = {}
-  local function next_value()
-    s = (s * 48271) % 2147483647
-    return s
-  end
-  function r.int(lo, hi) return lo + next_value() % (hi - lo + 1) end
-  function r.chance(p) return next_value() / 2147483647 < p end
-  function r.pick(t) return t[r.int(1, #t)] end
-  function r.seed() return r.int(1, 2 ^ 30) end
-  return r
-end
-
-local function show(v)
-  if type(v) == "userdata" then return "tensor" .. show(v.shape) end
-  if type(v) == "table" then
-    local parts = {}
-    for k, x in pairs(v) do parts[#parts + 1] = (type(k) == "number" and "" or k .. "=") .. show(x) end
-    table.sort(parts)
-    return "{" .. table.concat(parts, ", ") .. "}"
-  end
-  return tostring(v)
-end
-
-local function gpu_close(got, want, what)
-  assert.equal(target, got.device, what .. ": result on the wrong device")
-  local g = got:cpu()
-  assert.same(want.shape, g.shape, what .. ": shape")
-  assert.equal(want.dtype, g.dtype, what .. ": dtype")
-  assert.is_true(vol.allclose(g, want, {rtol = RTOL, atol = ATOL, equal_nan = true}),
-                 ("%s: not close to the CPU, max_abs_diff %s"):format(what, tostring(vol.max_abs_diff(g, want))))
-end
-
-local function gpu_same(got, want, what)
-  assert.equal(target, got.device, what .. ": result on the wrong device")
-  local g = got:cpu()
-  assert.same(want.shape, g.shape, what .. ": shape")
-  assert.equal(want.dtype, g.dtype, what .. ": dtype")
-  local d = vol.max_abs_diff(g, want)
-  assert.is_true(d == 0, ("%s: differs from the CPU, max_abs_diff %s"):format(what, tostring(d)))
-end
+-- draws = 1: every case slice_shape draws is one the CPU must accept, so a refusal fails the trial
+local checks = compare.new {target = target, seed = SEED, trials = TRIALS, rtol = RTOL, atol = ATOL, draws = 1}
+local gpu_close, gpu_same, random_trials = checks.assert_close, checks.assert_same, checks.random_trials
+local show = compare.show
 
 -- A random shape that stresses one path of kernels/softmax.cu around a dim d: short rows (a warp a
 -- row), rows past 1024 (a block a row), a few rows past 8192 (rows in chunks), columns with a
@@ -641,27 +599,8 @@ end
 local function slice_data(r, shape)
   local x = vol.randn(shape, {seed = r.seed()}) * r.pick({1, 3, 30})
   if r.chance(0.2) then x = x + r.pick({-1000, 1000}) end
-  if r.chance(0.3) then
-    local n = r.int(1, 4)
-    for _ = 1, n do
-      local idx = {}
-      for i, s in ipairs(shape) do idx[i] = r.int(1, s) end
-      x:set(r.pick({nan, inf, -inf}), unpack(idx))
-    end
-  end
+  if r.chance(0.3) then compare.sprinkle(x, r, r.int(1, 4), {nan, inf, -inf}) end
   return x
-end
-
-local function random_trials(name, salt, gen, run, compare)
-  for trial = 1, TRIALS do
-    local r = generator(SEED * 7919 + salt * 1000003 + trial)
-    local case = gen(r)
-    local want = run(case, "cpu")
-    local what = ("%s trial %d (VOLUA_SEED=%d) %s"):format(name, trial, SEED, show(case.args))
-    local ok, got = pcall(run, case, target)
-    assert.is_true(ok, what .. ": raised " .. tostring(got))
-    compare(got, want, what)
-  end
 end
 
 describe("softmax family: GPU against CPU (seed " .. SEED .. ")", function()
@@ -773,10 +712,8 @@ describe("softmax family: GPU against CPU (seed " .. SEED .. ")", function()
 end)
 
 describe("softmax family: large tensors (VOLUA_TEST_LARGE=1)", function()
-  if target ~= "cuda" or os.getenv("VOLUA_TEST_LARGE") ~= "1" then
-    pending("set VOLUA_TEST_LARGE=1 on a GPU with 40 GB or more to run them")
-    return
-  end
+  local why = compare.large_pending(target)
+  if why then return pending(why) end
   it("index past 2^31 along one dim, and softmax over 2^31 + 8 values", function()
     local n = 2 ^ 31 + 8
     local x = vol.zeros({n}, {device = "cuda"})

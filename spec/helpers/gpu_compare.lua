@@ -1,12 +1,51 @@
 -- spec/helpers/gpu_compare.lua: what the specs that test the GPU against the CPU share (gpu_spec,
--- avg_pool_spec): a seeded generator of their own, a one-line description of a case, NaN and inf
--- sprinkled into inputs, and comparisons and random trials against the CPU reference for a
+-- avg_pool_spec, softmax_spec, norms_spec, activation_spec, fast_spec): the device a section runs
+-- on and its seed, a seeded generator of their own, a one-line description of a case, random data
+-- with NaN and inf sprinkled in, comparisons and random trials against the CPU reference for a
 -- target device (require "spec.helpers.gpu_compare", from the repository root).
 local vol = require "volua"
 local assert = require "luassert" -- (busted gives the spec files, not modules, its assert)
 
 local M = {}
 local nan, inf = 0 / 0, math.huge
+
+-- -- the run: device and seed ----
+
+-- The device a GPU-against-CPU section runs on: the environment variable `device_var` ("cpu" there
+-- runs the section's generators against the CPU itself, a self-test), else "cuda". Where that is
+-- the GPU and there is none, a second value: the reason, for the section's pending test (busted's
+-- describe and pending reach the spec files, not modules, so the spec writes that test).
+function M.target(device_var)
+  local target = os.getenv(device_var) or "cuda"
+  if target == "cuda" and not vol.cuda_available() then
+    local _, reason = vol.cuda_info()
+    return target, "no GPU: " .. tostring(reason)
+  end
+  return target
+end
+
+-- The run's seed: VOLUA_SEED, else one from the clock; printed as "# <spec>: seed n (VOLUA_SEED=n
+-- reproduces this run), device <target>".
+function M.seed(spec, target)
+  local seed = tonumber(os.getenv("VOLUA_SEED")) or (os.time() * 1000 + math.floor(os.clock() * 1000)) % 2147483629
+  print(("# %s: seed %d (VOLUA_SEED=%d reproduces this run), device %s"):format(spec, seed, seed, target))
+  return seed
+end
+
+-- Why the > 2^31-element cases do not run on `target`, or nil where they do (VOLUA_TEST_LARGE=1 on a GPU).
+function M.large_pending(target)
+  if target ~= "cuda" or not vol.cuda_available() or os.getenv("VOLUA_TEST_LARGE") ~= "1" then
+    return "set VOLUA_TEST_LARGE=1 on a GPU with 40 GB or more to run them"
+  end
+end
+
+-- Collects twice: the first pass runs the tensors' finalizers, the second frees what they held.
+function M.full_gc()
+  collectgarbage("collect")
+  collectgarbage("collect")
+end
+
+-- -- cases ----
 
 -- A small generator of our own (Park-Miller, exact in doubles), so that busted's use of
 -- math.random cannot change the cases a seed gives.
@@ -39,22 +78,36 @@ function M.show(v)
   return tostring(v)
 end
 
--- Puts `count` NaN and infinite values into CPU tensor t at positions drawn from r.
-function M.sprinkle(t, r, count)
+-- A CPU tensor of a shape with normal values from `seed`, plus `offset` (means far off zero).
+function M.data(shape, seed, offset)
+  local t = vol.randn(shape, {seed = seed})
+  if offset and offset ~= 0 then t = t + offset end
+  return t
+end
+
+-- Puts `count` values into CPU tensor t at positions drawn from r, each drawn from `values`
+-- (NaN, NaN, -inf, inf unless given: a NaN as likely as an infinity).
+function M.sprinkle(t, r, count, values)
+  values = values or {nan, nan, -inf, inf}
   local shape = t.shape
   for _ = 1, count do
     local idx = {}
     for i, n in ipairs(shape) do idx[i] = r.int(1, n) end
-    t:set(r.pick({nan, nan, -inf, inf}), unpack(idx))
+    t:set(r.pick(values), unpack(idx))
   end
   return t
 end
 
+-- -- checks ----
+
 -- The checks for results on `o.target` against the CPU's: assert_close (allclose at o.rtol,
 -- o.atol, NaN = NaN), assert_same (bit for bit, NaN = NaN), and random_trials, o.trials cases
--- a call, each drawn from a generator seeded from o.seed, the op's salt and the trial.
+-- a call, each drawn from a generator seeded from o.seed, the op's salt and the trial. o.draws
+-- (default 200) bounds the draws a trial may take to find a case the CPU accepts; 1 where the
+-- generator must only draw valid cases, so that the CPU refusing one fails.
 function M.new(o)
   local c = {}
+  local draws = o.draws or 200
 
   function c.assert_close(got, want, what)
     assert.equal(o.target, got.device, what .. ": result on the wrong device")
@@ -80,13 +133,15 @@ function M.new(o)
   function c.random_trials(name, salt, gen, run, compare)
     for trial = 1, o.trials do
       local r = M.generator(o.seed * 7919 + salt * 1000003 + trial)
-      local case, want
-      for _ = 1, 200 do
+      local case, want, refusal
+      for _ = 1, draws do
         case = gen(r)
         local ok, res = pcall(run, case, "cpu")
         if ok then want = res break end
+        refusal = res
       end
-      assert(want, name .. ": the generator found no valid case in 200 draws")
+      assert(want, ("%s trial %d (VOLUA_SEED=%d): the generator found no valid case in %d draws; the CPU said %s")
+                   :format(name, trial, o.seed, draws, tostring(refusal)))
       local what = ("%s trial %d (VOLUA_SEED=%d) %s"):format(name, trial, o.seed, M.show(case))
       local ok, got = pcall(run, case, o.target)
       assert.is_true(ok, what .. ": raised " .. tostring(got))
