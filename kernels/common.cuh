@@ -280,6 +280,31 @@ static inline __host__ void volua_split_dims(P &p, int n, const int kinds[], con
   }
 }
 
+// -- pooling (max_pool3d.cu's grid-stride kernel, adaptive_pool3d.cu's max) ----
+
+// PyTorch's max over a window of the plane xp (slices of IH x IW): d from d0 below d1 in steps of
+// sd, h and w likewise. From -inf at the window's first position, a larger value or any NaN takes
+// over, so the first maximum wins, or the last NaN; *best_index: the winner's flat index in the plane.
+__device__ __forceinline__ float volua_window_max(const float *xp, int64_t IH, int64_t IW, int64_t d0,
+                                                  int64_t d1, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
+                                                  int64_t sd, int64_t sh, int64_t sw, int64_t *best_index) {
+  float best = -INFINITY;
+  int64_t at = (d0 * IH + h0) * IW + w0;
+  for (int64_t d = d0; d < d1; d += sd)
+    for (int64_t h = h0; h < h1; h += sh) {
+      const int64_t row = (d * IH + h) * IW;
+      for (int64_t w = w0; w < w1; w += sw) {
+        const float v = __ldg(xp + row + w);
+        if (v > best || isnan(v)) {
+          best = v;
+          at = row + w;
+        }
+      }
+    }
+  *best_index = at;
+  return best;
+}
+
 // -- convolution helpers (conv3d.cu and conv3d_gn_mean.cu) ----
 
 // Maps a coordinate of the padded input (i = o*stride - pad_lo + k*dilation) to the input
