@@ -62,20 +62,9 @@ static __global__ void adaptive_max_pool3d_kernel(volua_adaptive_pool3d_geom g, 
   for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < (I)total; i += step) {
     const adaptive_window win = adaptive_window_of<I>(g, i);
     const float *xp = x + win.plane * in_volume;
-    // As PyTorch: from -inf at the window's first position, a larger value or any NaN takes over.
-    float best = -INFINITY;
-    int64_t best_index = (win.d0 * IH + win.h0) * IW + win.w0;
-    for (int64_t d = win.d0; d < win.d1; d++)
-      for (int64_t h = win.h0; h < win.h1; h++) {
-        const int64_t row = (d * IH + h) * IW;
-        for (int64_t w = win.w0; w < win.w1; w++) {
-          const float v = __ldg(xp + row + w);
-          if (v > best || isnan(v)) {
-            best = v;
-            best_index = row + w;
-          }
-        }
-      }
+    int64_t best_index;
+    const float best = volua_window_max(xp, IH, IW, win.d0, win.d1, win.h0, win.h1, win.w0, win.w1, 1, 1, 1,
+                                        &best_index); // as PyTorch: the first maximum, or the last NaN
     y[i] = best;
     if (WITH_INDICES) indices[i] = best_index;
   }

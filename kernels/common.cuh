@@ -240,6 +240,71 @@ template <class K> static inline int64_t volua_resident_blocks(K kernel, int thr
   return (int64_t)sms * per_sm;
 }
 
+// -- the dims of a reduction over a contiguous input (mean.cu, and softmax.cu's logsumexp, amax, max) ----
+
+// g's dims coalesced, outermost first, into kinds (1: reduced) and sizes; returns how many. Size-1
+// dims are dropped, and a dim is merged into the previous one of the same kind (the input is
+// contiguous: the previous one's stride is this one's times its size).
+static inline __host__ int volua_coalesce_dims(const volua_mean_geom *g, int kinds[VOLUA_MEAN_MAX_DIMS],
+                                               int64_t sizes[VOLUA_MEAN_MAX_DIMS]) {
+  int n = 0;
+  for (int d = 0; d < g->ndim; d++) {
+    if (g->shape[d] == 1) continue;
+    if (n > 0 && kinds[n - 1] == g->reduce[d]) {
+      sizes[n - 1] *= g->shape[d];
+      continue;
+    }
+    kinds[n] = g->reduce[d];
+    sizes[n++] = g->shape[d];
+  }
+  return n;
+}
+
+// The n coalesced dims, each with its row-major stride, appended to a plan's kept and reduced
+// lists (P: mean.cu's mean_plan, softmax.cu's odometer_plan, zeroed).
+template <class P>
+static inline __host__ void volua_split_dims(P &p, int n, const int kinds[], const int64_t sizes[]) {
+  int64_t stride = 1, strides[VOLUA_MEAN_MAX_DIMS];
+  for (int d = n - 1; d >= 0; d--) {
+    strides[d] = stride;
+    stride *= sizes[d];
+  }
+  for (int d = 0; d < n; d++) {
+    if (kinds[d]) {
+      p.red_size[p.nred] = sizes[d];
+      p.red_stride[p.nred++] = strides[d];
+    } else {
+      p.kept_size[p.nkept] = sizes[d];
+      p.kept_stride[p.nkept++] = strides[d];
+    }
+  }
+}
+
+// -- pooling (max_pool3d.cu's grid-stride kernel, adaptive_pool3d.cu's max) ----
+
+// PyTorch's max over a window of the plane xp (slices of IH x IW): d from d0 below d1 in steps of
+// sd, h and w likewise. From -inf at the window's first position, a larger value or any NaN takes
+// over, so the first maximum wins, or the last NaN; *best_index: the winner's flat index in the plane.
+__device__ __forceinline__ float volua_window_max(const float *xp, int64_t IH, int64_t IW, int64_t d0,
+                                                  int64_t d1, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
+                                                  int64_t sd, int64_t sh, int64_t sw, int64_t *best_index) {
+  float best = -INFINITY;
+  int64_t at = (d0 * IH + h0) * IW + w0;
+  for (int64_t d = d0; d < d1; d += sd)
+    for (int64_t h = h0; h < h1; h += sh) {
+      const int64_t row = (d * IH + h) * IW;
+      for (int64_t w = w0; w < w1; w += sw) {
+        const float v = __ldg(xp + row + w);
+        if (v > best || isnan(v)) {
+          best = v;
+          at = row + w;
+        }
+      }
+    }
+  *best_index = at;
+  return best;
+}
+
 // -- convolution helpers (conv3d.cu and conv3d_gn_mean.cu) ----
 
 // Maps a coordinate of the padded input (i = o*stride - pad_lo + k*dilation) to the input

@@ -47,21 +47,10 @@ static __global__ void max_pool3d_kernel(volua_pool3d_geom g, const float *__res
     pool_window(ow, IW, g.kernel[2], g.stride[2], g.padding[2], g.dilation[2], w0, w1);
     const float *xp = x + plane * ID * IH * IW;
 
-    // As PyTorch: start from -inf at the window's first position; a larger value or any NaN
-    // takes over, so the last NaN in the window wins.
-    float best = -INFINITY;
-    int64_t best_index = (d0 * IH + h0) * IW + w0;
-    for (int64_t d = d0; d < d1; d += g.dilation[0])
-      for (int64_t h = h0; h < h1; h += g.dilation[1]) {
-        const int64_t row = (d * IH + h) * IW;
-        for (int64_t w = w0; w < w1; w += g.dilation[2]) {
-          const float v = __ldg(xp + row + w);
-          if (v > best || isnan(v)) {
-            best = v;
-            best_index = row + w;
-          }
-        }
-      }
+    // As PyTorch: the first maximum in the window wins, or the last NaN (common.cuh).
+    int64_t best_index;
+    const float best = volua_window_max(xp, IH, IW, d0, d1, h0, h1, w0, w1, g.dilation[0], g.dilation[1],
+                                        g.dilation[2], &best_index);
     y[i] = best;
     if (WITH_INDICES) indices[i] = best_index;
   }

@@ -271,33 +271,11 @@ static int launch_mean(const volua_mean_geom *g, const float *x, float *y, cudaS
   p.out_numel = g->out_numel;
   p.reduce_numel = g->reduce_numel;
   p.divisor = g->sum ? 1.0 : (double)g->reduce_numel;
-  // coalesced dims, outermost first: size-1 dims dropped, a dim merged into the previous one of the
-  // same kind (the input is contiguous: the previous one's stride is this one's times its size)
-  int kinds[VOLUA_MEAN_MAX_DIMS], n = 0;
-  int64_t sizes[VOLUA_MEAN_MAX_DIMS], strides[VOLUA_MEAN_MAX_DIMS];
-  for (int d = 0; d < g->ndim; d++) {
-    if (g->shape[d] == 1) continue;
-    if (n > 0 && kinds[n - 1] == g->reduce[d]) {
-      sizes[n - 1] *= g->shape[d];
-      continue;
-    }
-    kinds[n] = g->reduce[d];
-    sizes[n++] = g->shape[d];
-  }
-  int64_t stride = 1;
-  for (int d = n - 1; d >= 0; d--) {
-    strides[d] = stride;
-    stride *= sizes[d];
-  }
-  for (int d = 0; d < n; d++) {
-    if (kinds[d]) {
-      p.red_size[p.nred] = sizes[d];
-      p.red_stride[p.nred++] = strides[d];
-    } else {
-      p.kept_size[p.nkept] = sizes[d];
-      p.kept_stride[p.nkept++] = strides[d];
-    }
-  }
+  // coalesced dims, outermost first (size-1 dims dropped, neighbours of one kind merged: common.cuh)
+  int kinds[VOLUA_MEAN_MAX_DIMS];
+  int64_t sizes[VOLUA_MEAN_MAX_DIMS];
+  const int n = volua_coalesce_dims(g, kinds, sizes);
+  volua_split_dims(p, n, kinds, sizes);
   const bool last_kept = n > 0 && !kinds[n - 1]; // (the last kept dim is then the input's innermost)
   p.slices = 1;
   p.per_slice = p.reduce_numel;

@@ -468,17 +468,9 @@ static int launch_slices(slice_plan p, const T *x, T *y, int64_t *idx, cudaStrea
 template <int OP, class T>
 static int launch_reduce(const volua_mean_geom *g, const T *x, T *y, int64_t *idx, cudaStream_t s,
                          const char *op, char *err) {
-  int kinds[VOLUA_MEAN_MAX_DIMS], n = 0;
+  int kinds[VOLUA_MEAN_MAX_DIMS];
   int64_t sizes[VOLUA_MEAN_MAX_DIMS];
-  for (int d = 0; d < g->ndim; d++) {
-    if (g->shape[d] == 1) continue;
-    if (n > 0 && kinds[n - 1] == g->reduce[d]) {
-      sizes[n - 1] *= g->shape[d];
-      continue;
-    }
-    kinds[n] = g->reduce[d];
-    sizes[n++] = g->shape[d];
-  }
+  const int n = volua_coalesce_dims(g, kinds, sizes);
   int nred = 0, red_at = -1;
   for (int d = 0; d < n; d++)
     if (kinds[d]) {
@@ -503,20 +495,7 @@ static int launch_reduce(const volua_mean_geom *g, const T *x, T *y, int64_t *id
   memset(&p, 0, sizeof p);
   p.out_numel = g->out_numel;
   p.reduce_numel = g->reduce_numel;
-  int64_t stride = 1, strides[VOLUA_MEAN_MAX_DIMS];
-  for (int d = n - 1; d >= 0; d--) {
-    strides[d] = stride;
-    stride *= sizes[d];
-  }
-  for (int d = 0; d < n; d++) {
-    if (kinds[d]) {
-      p.red_size[p.nred] = sizes[d];
-      p.red_stride[p.nred++] = strides[d];
-    } else {
-      p.kept_size[p.nkept] = sizes[d];
-      p.kept_stride[p.nkept++] = strides[d];
-    }
-  }
+  volua_split_dims(p, n, kinds, sizes);
   odometer_kernel<OP, T><<<volua_grid_for(p.out_numel, VOLUA_THREADS), VOLUA_THREADS, 0, s>>>(p, x, y, idx);
   CUDA_CHECK_LAUNCH();
   return 0;

@@ -76,7 +76,7 @@ extern "C" {
 #include EMU_AVG
 #include EMU_ADAPTIVE
 
-// -- what the CUDA runtime and src/ops/pool3d.c need of the rest of volua (unused here) ----
+// -- what the CUDA runtime and src/ops/pool3d.c, checks.c need of the rest of volua (unused here) ----
 
 extern "C" {
 cudaError_t cudaGetLastError(void) { return cudaSuccess; } // (CUDA_CHECK_LAUNCH's; no runtime here)
@@ -84,6 +84,7 @@ const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
 volatile int volua_interrupted = 0;
 int volua_cpu_check_interrupt(const char *, char *) { return 0; }
 const char *volua_dtype_name(volua_dtype) { return "?"; }
+const char *volua_device_name(volua_device) { return "?"; }
 const char *volua_shape_str(int, const int64_t *, char *buf, size_t n) { return n ? (buf[0] = 0, buf) : buf; }
 int volua_tensor_alloc(volua_tensor *, int, const int64_t *, volua_dtype, volua_device, char *) { return 1; }
 void volua_tensor_free(volua_tensor *) {}

@@ -18,7 +18,7 @@ for f in avg_pool3d adaptive_pool3d; do
           s/\bNULL\b/nullptr/g' kernels/$f.cu >"$tmp/$f.cpp"
   sed -E 's/\(\(int64_t\)1 << 30\)/((int64_t)1 << 7)/g' "$tmp/$f.cpp" >"$tmp/${f}_64.cpp"
 done
-for c in src/cpu/avg_pool3d.c src/cpu/adaptive_pool3d.c src/ops/pool3d.c; do
+for c in src/cpu/avg_pool3d.c src/cpu/adaptive_pool3d.c src/ops/pool3d.c src/ops/checks.c; do
   gcc -std=gnu11 -O2 -fopenmp -Isrc -c "$c" -o "$tmp/$(basename "$c" .c).o"
 done
 for v in "" _64; do

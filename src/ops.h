@@ -22,6 +22,17 @@ int64_t volua_conv_transpose_output_size(int64_t in, int64_t kernel, int64_t str
  * ("conv3d: weight is on cpu but the input is on cuda"). Rank and shape are the caller's. */
 int volua_check_f32(const char *fname, const char *pname, const volua_tensor *t, volua_device dev,
                     char *err);
+/* The input x: live and float32 ("fname: input is a freed tensor", "fname: input dtype int64 is
+ * not supported (float32 needed)"). */
+int volua_check_input_f32(const char *fname, const volua_tensor *x, char *err);
+/* The (N, C, *) input of batch_norm, instance_norm and group_norm: as volua_check_input_f32, and
+ * at least 2 dims. */
+int volua_check_input_nc(const char *fname, const volua_tensor *x, char *err);
+/* *S: the product of x's dims after the first two (1 for a 2-D x), or an error where it passes
+ * int64 (possible only beside an empty dim). */
+int volua_spatial_numel(const char *fname, const volua_tensor *x, int64_t *S, char *err);
+/* The norms' eps: finite and non-negative (NaN, infinite or negative eps would only make NaNs). */
+int volua_check_eps(const char *fname, double eps, char *err);
 
 /* -- arguments as the user gave them (per dim, already expanded from a number) ---- */
 

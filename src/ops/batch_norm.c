@@ -1,6 +1,5 @@
 /* batch_norm.c: volua_batch_norm: F.batch_norm's checks on (N, C, *) inputs (torch's own messages
  * after the function's name), allocation, and dispatch to src/cpu/batch_norm.c or kernels/. */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -30,30 +29,10 @@ int volua_batch_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *run
                      volua_tensor *running_var, const volua_tensor *weight, const volua_tensor *bias,
                      int training, double momentum, double eps, char *err) {
   char s[160];
-  if (!x->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "batch_norm: input is a freed tensor");
-    return 1;
-  }
-  if (x->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "batch_norm: input dtype %s is not supported (float32 needed)",
-             volua_dtype_name(x->dtype));
-    return 1;
-  }
-  if (x->ndim < 2) {
-    snprintf(err, VOLUA_ERR_MAX, "batch_norm: input must have at least 2 dims (N, C, *), got %d-D %s", x->ndim,
-             volua_shape_str(x->ndim, x->shape, s, sizeof s));
-    return 1;
-  }
+  if (volua_check_input_nc("batch_norm", x, err)) return 1;
   const int64_t N = x->shape[0], C = x->shape[1];
-  /* S: the product of the dims after C (1 for a 2-D input) */
-  int64_t S = 1;
-  for (int i = 2; i < x->ndim; i++) {
-    if (__builtin_mul_overflow(S, x->shape[i], &S)) {
-      snprintf(err, VOLUA_ERR_MAX, "batch_norm: input shape %s is too large",
-               volua_shape_str(x->ndim, x->shape, s, sizeof s));
-      return 1;
-    }
-  }
+  int64_t S; /* the product of the dims after C (1 for a 2-D input) */
+  if (volua_spatial_numel("batch_norm", x, &S, err)) return 1;
   /* F.batch_norm's _verify_batch_size, on the sizes alone (an empty input with N * S == 1 too) */
   int64_t per_channel;
   if (training && !__builtin_mul_overflow(N, S, &per_channel) && per_channel == 1) {
@@ -73,11 +52,7 @@ int volua_batch_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *run
   if (check_channel_vector("running_var", running_var, x, C, err) ||
       check_channel_vector("weight", weight, x, C, err) || check_channel_vector("bias", bias, x, C, err))
     return 1;
-  /* as vol.group_norm: NaN, infinite or negative eps would only make NaNs */
-  if (!isfinite(eps) || eps < 0) {
-    snprintf(err, VOLUA_ERR_MAX, "batch_norm: eps (%g) must be a finite non-negative number", eps);
-    return 1;
-  }
+  if (volua_check_eps("batch_norm", eps, err)) return 1;
 
   volua_batch_norm_geom g = {.N = N, .C = C, .S = S, .eps = eps, .momentum = momentum, .training = training};
   if (volua_tensor_alloc_result(out, "batch_norm", "output", x->ndim, x->shape, VOLUA_FLOAT32, x->device, err))

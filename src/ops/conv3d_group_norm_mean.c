@@ -65,10 +65,7 @@ int volua_conv3d_group_norm_mean(volua_tensor *out, const volua_tensor *x, const
     return 1;
   }
   if (check_affine("gn_w", gn_w, x, C, err) || check_affine("gn_b", gn_b, x, C, err)) return 1;
-  if (!isfinite(eps) || eps < 0) { /* as volua_group_norm */
-    snprintf(err, VOLUA_ERR_MAX, FNAME ": eps (%g) must be a finite non-negative number", eps);
-    return 1;
-  }
+  if (volua_check_eps(FNAME, eps, err)) return 1; /* as volua_group_norm */
   /* the conv output of one sample, (C, out...), must be countable (the CPU keeps one in double) */
   const int64_t sample[4] = {C, g.conv.out[0], g.conv.out[1], g.conv.out[2]};
   int64_t per_sample;

@@ -1,6 +1,5 @@
 /* group_norm.c: volua_group_norm: F.group_norm's argument checks on (N, C, *) inputs, allocation,
  * and dispatch to src/cpu/group_norm.c or kernels/. */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -43,20 +42,7 @@ static int check_affine(const char *name, const volua_tensor *t, const volua_ten
 int volua_group_norm(volua_tensor *out, const volua_tensor *x, int64_t num_groups,
                      const volua_tensor *weight, const volua_tensor *bias, double eps, char *err) {
   char s[160];
-  if (!x->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "group_norm: input is a freed tensor");
-    return 1;
-  }
-  if (x->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "group_norm: input dtype %s is not supported (float32 needed)",
-             volua_dtype_name(x->dtype));
-    return 1;
-  }
-  if (x->ndim < 2) {
-    snprintf(err, VOLUA_ERR_MAX, "group_norm: input must have at least 2 dims (N, C, *), got %d-D %s",
-             x->ndim, volua_shape_str(x->ndim, x->shape, s, sizeof s));
-    return 1;
-  }
+  if (volua_check_input_nc("group_norm", x, err)) return 1;
   const int64_t N = x->shape[0], C = x->shape[1];
   if (num_groups < 1) {
     snprintf(err, VOLUA_ERR_MAX, "group_norm: num_groups (%lld) must be greater than zero",
@@ -70,20 +56,10 @@ int volua_group_norm(volua_tensor *out, const volua_tensor *x, int64_t num_group
   }
   if (check_affine("weight", weight, x, C, err) || check_affine("bias", bias, x, C, err)) return 1;
   /* eps is used as given (0 included); NaN, infinite or negative eps only make NaNs */
-  if (!isfinite(eps) || eps < 0) {
-    snprintf(err, VOLUA_ERR_MAX, "group_norm: eps (%g) must be a finite non-negative number", eps);
-    return 1;
-  }
+  if (volua_check_eps("group_norm", eps, err)) return 1;
 
-  /* S: the product of the dims after C (1 for a 2-D input) */
-  int64_t S = 1;
-  for (int i = 2; i < x->ndim; i++) {
-    if (__builtin_mul_overflow(S, x->shape[i], &S)) {
-      snprintf(err, VOLUA_ERR_MAX, "group_norm: input shape %s is too large",
-               volua_shape_str(x->ndim, x->shape, s, sizeof s));
-      return 1;
-    }
-  }
+  int64_t S; /* the product of the dims after C (1 for a 2-D input) */
+  if (volua_spatial_numel("group_norm", x, &S, err)) return 1;
   /* F.group_norm's _verify_batch_size: it refuses an input where N * C/num_groups * S == 1 */
   const int64_t numel = volua_tensor_numel(x);
   if (numel != 0 && N * (C / num_groups) * S == 1) {

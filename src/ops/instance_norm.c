@@ -3,7 +3,6 @@
  *   one group per channel (src/ops/group_norm.c and its backends), and the running statistics, where
  *   given, updated (src/cpu/instance_norm.c, kernels/instance_norm.cu);
  * - otherwise: the running statistics' normalisation, which is batch_norm's eval mode. */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,29 +32,10 @@ int volua_instance_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *
                         volua_tensor *running_var, const volua_tensor *weight, const volua_tensor *bias,
                         int use_input_stats, double momentum, double eps, char *err) {
   char s[160];
-  if (!x->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "instance_norm: input is a freed tensor");
-    return 1;
-  }
-  if (x->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "instance_norm: input dtype %s is not supported (float32 needed)",
-             volua_dtype_name(x->dtype));
-    return 1;
-  }
-  if (x->ndim < 2) {
-    snprintf(err, VOLUA_ERR_MAX, "instance_norm: input must have at least 2 dims (N, C, *), got %d-D %s",
-             x->ndim, volua_shape_str(x->ndim, x->shape, s, sizeof s));
-    return 1;
-  }
+  if (volua_check_input_nc("instance_norm", x, err)) return 1;
   const int64_t N = x->shape[0], C = x->shape[1];
-  int64_t S = 1;
-  for (int i = 2; i < x->ndim; i++) {
-    if (__builtin_mul_overflow(S, x->shape[i], &S)) {
-      snprintf(err, VOLUA_ERR_MAX, "instance_norm: input shape %s is too large",
-               volua_shape_str(x->ndim, x->shape, s, sizeof s));
-      return 1;
-    }
-  }
+  int64_t S;
+  if (volua_spatial_numel("instance_norm", x, &S, err)) return 1;
   /* F.instance_norm's _verify_spatial_size, on the sizes alone (a 2-D input has one "spatial" value) */
   if (use_input_stats && S == 1) {
     snprintf(err, VOLUA_ERR_MAX,
@@ -72,10 +52,7 @@ int volua_instance_norm(volua_tensor *out, const volua_tensor *x, volua_tensor *
       check_channel_vector("running_var", running_var, x, C, err) ||
       check_channel_vector("weight", weight, x, C, err) || check_channel_vector("bias", bias, x, C, err))
     return 1;
-  if (!isfinite(eps) || eps < 0) {
-    snprintf(err, VOLUA_ERR_MAX, "instance_norm: eps (%g) must be a finite non-negative number", eps);
-    return 1;
-  }
+  if (volua_check_eps("instance_norm", eps, err)) return 1;
 
   if (!use_input_stats) /* every check batch_norm makes has passed above */
     return volua_batch_norm(out, x, running_mean, running_var, weight, bias, 0, momentum, eps, err);

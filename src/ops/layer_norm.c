@@ -1,6 +1,5 @@
 /* layer_norm.c: volua_layer_norm: F.layer_norm's checks (torch's messages after the function's
  * name), the (rows, cols) view of x, allocation, and dispatch to src/cpu/layer_norm.c or kernels/. */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,15 +30,7 @@ static int check_affine(const char *name, const volua_tensor *t, const volua_ten
 int volua_layer_norm(volua_tensor *out, const volua_tensor *x, int nnorm, const int64_t *normalized_shape,
                      const volua_tensor *weight, const volua_tensor *bias, double eps, char *err) {
   char s[160], want[160];
-  if (!x->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "layer_norm: input is a freed tensor");
-    return 1;
-  }
-  if (x->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "layer_norm: input dtype %s is not supported (float32 needed)",
-             volua_dtype_name(x->dtype));
-    return 1;
-  }
+  if (volua_check_input_f32("layer_norm", x, err)) return 1;
   if (nnorm < 1) {
     snprintf(err, VOLUA_ERR_MAX,
              "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
@@ -66,10 +57,7 @@ int volua_layer_norm(volua_tensor *out, const volua_tensor *x, int nnorm, const 
              volua_shape_str(x->ndim, x->shape, s, sizeof s));
     return 1;
   }
-  if (!isfinite(eps) || eps < 0) {
-    snprintf(err, VOLUA_ERR_MAX, "layer_norm: eps (%g) must be a finite non-negative number", eps);
-    return 1;
-  }
+  if (volua_check_eps("layer_norm", eps, err)) return 1;
 
   if (volua_tensor_alloc_result(out, "layer_norm", "output", x->ndim, x->shape, VOLUA_FLOAT32, x->device, err))
     return 1;

@@ -61,15 +61,7 @@ static int check_param(const char *fname, const char *name, const int64_t v[3], 
 int volua_pool3d_check_input(const char *fname, const volua_tensor *x, int empty_first_dim,
                              char *err) {
   char s[160];
-  if (!x->storage) {
-    snprintf(err, VOLUA_ERR_MAX, "%s: input is a freed tensor", fname);
-    return 1;
-  }
-  if (x->dtype != VOLUA_FLOAT32) {
-    snprintf(err, VOLUA_ERR_MAX, "%s: input dtype %s is not supported (float32 needed)", fname,
-             volua_dtype_name(x->dtype));
-    return 1;
-  }
+  if (volua_check_input_f32(fname, x, err)) return 1;
   if (x->ndim != 4 && x->ndim != 5) {
     snprintf(err, VOLUA_ERR_MAX,
              "%s: input must be 5-D (N, C, D, H, W) or 4-D (C, D, H, W), got %d-D %s", fname,
