@@ -690,9 +690,13 @@ function BatchNorm3d:forward(x)
   local factor = self.momentum or 0.0
   if self.training and self.track_running_stats and self.num_batches_tracked ~= nil then
     local nbt = self.num_batches_tracked
-    local count = nbt:item() + 1
-    nbt:fill(count)
-    if self.momentum == nil then factor = 1.0 / count end
+    if self.momentum == nil then -- the count is needed here (torch reads it back too)
+      local count = nbt:item() + 1
+      nbt:fill(count)
+      factor = 1.0 / count
+    else -- counted on its device: reading it back would wait for the GPU's queue at every call
+      nbt:copy(nbt + 1)
+    end
   end
   local bn_training = self.training or (self.running_mean == nil and self.running_var == nil)
   local pass_running = not self.training or self.track_running_stats
