@@ -11,26 +11,9 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "elementwise_rules.cuh"
 
 // -- element rules, shared by the kernels below (the CPU's, in src/cpu/elementwise.c) ----
-
-// maximum / minimum: NaN propagates (torch.maximum), else the first operand on ties, as the CPU's
-// max_nan / min_nan (exact in any precision).
-template <typename V> __device__ __forceinline__ V max_nan(V a, V b) { return a != a ? a : b != b ? b : a < b ? b : a; }
-template <typename V> __device__ __forceinline__ V min_nan(V a, V b) { return a != a ? a : b != b ? b : b < a ? b : a; }
-
-// float32 arithmetic as the CPU does it: in double, rounded once to float.
-__device__ __forceinline__ float bin_f32(float a, float b, int op) {
-  double x = a, y = b;
-  switch (op) {
-  case VOLUA_BIN_ADD: return (float)(x + y);
-  case VOLUA_BIN_SUB: return (float)(x - y);
-  case VOLUA_BIN_MUL: return (float)(x * y);
-  case VOLUA_BIN_MAXIMUM: return max_nan(a, b);
-  case VOLUA_BIN_MINIMUM: return min_nan(a, b);
-  default: return (float)(x / y);
-  }
-}
 
 // int64 arithmetic wraps around (two's complement), as torch's; division never gets here
 // (the op layer computes it in float32).
@@ -198,36 +181,12 @@ static __global__ void binary_rows_kernel(volua_bcast_geom g, const T *__restric
 
 // -- with a scalar ----
 
-// float32 with a float scalar: in float, as torch computes in the tensor's dtype.
-struct scalar_f32_rule {
-  float s;
-  int op, scalar_first;
-  __device__ __forceinline__ float operator()(float v) const {
-    switch (op) {
-    case VOLUA_BIN_ADD: return v + s;
-    case VOLUA_BIN_SUB: return scalar_first ? s - v : v - s;
-    case VOLUA_BIN_MUL: return v * s;
-    case VOLUA_BIN_MAXIMUM: return max_nan(v, s);
-    case VOLUA_BIN_MINIMUM: return min_nan(v, s);
-    default: return scalar_first ? __fdiv_rn(s, v) : __fdiv_rn(v, s);
-    }
-  }
-};
-
 static __global__ void binary_scalar_i64_kernel(int64_t n, const int64_t *__restrict__ a, int64_t s,
                                          int64_t *__restrict__ y, int op, int scalar_first) {
   VOLUA_GRID_LOOP(i, n) y[i] = scalar_first ? bin_i64(s, a[i], op) : bin_i64(a[i], s, op);
 }
 
 // -- unary, fill, convert ----
-
-struct unary_f32_rule {
-  int op;
-  // relu keeps NaN (v < 0 is false for NaN), as torch.relu
-  __device__ __forceinline__ float operator()(float v) const {
-    return op == VOLUA_UN_NEG ? -v : op == VOLUA_UN_ABS ? fabsf(v) : (v < 0.0f ? 0.0f : v);
-  }
-};
 
 static __global__ void unary_i64_kernel(int64_t n, const int64_t *__restrict__ a, int64_t *__restrict__ y, int op) {
   VOLUA_GRID_LOOP(i, n) {
@@ -236,91 +195,6 @@ static __global__ void unary_i64_kernel(int64_t n, const int64_t *__restrict__ a
     y[i] = op == VOLUA_UN_NEG ? neg : op == VOLUA_UN_ABS ? (v < 0 ? neg : v) : (v < 0 ? 0 : v);
   }
 }
-
-// -- activations: PyTorch's formulas in float (as its CUDA kernels compute them), with CUDA's
-// accurate functions (expf, tanhf, erff, logf, log1pf, expm1f; sqrtf and "/" IEEE-rounded: no
-// fast-math), so that each result is within a few ulp of the CPU's double reference; the bounds
-// are derived in spec/activation_spec.lua. One rule per op, so that each map keeps
-// map1_f32_kernel's straight-line loop. ----
-
-struct tanh_rule {
-  __device__ __forceinline__ float operator()(float x) const { return tanhf(x); }
-};
-struct sigmoid_rule { // expf(-x) = inf for x < -88.7: 1 / inf = 0
-  __device__ __forceinline__ float operator()(float x) const { return 1.0f / (1.0f + expf(-x)); }
-};
-struct exp_rule {
-  __device__ __forceinline__ float operator()(float x) const { return expf(x); }
-};
-struct log_rule {
-  __device__ __forceinline__ float operator()(float x) const { return logf(x); }
-};
-struct sqrt_rule {
-  __device__ __forceinline__ float operator()(float x) const { return sqrtf(x); }
-};
-struct gelu_rule {
-  __device__ __forceinline__ float operator()(float x) const {
-    return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
-  }
-};
-struct gelu_tanh_rule { // x * x * x overflows to inf for |x| > 7e12: tanh(+-inf) = +-1, as in double
-  __device__ __forceinline__ float operator()(float x) const {
-    const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
-    return 0.5f * x * (1.0f + tanhf(beta * (x + kappa * (x * x * x))));
-  }
-};
-struct silu_rule {
-  __device__ __forceinline__ float operator()(float x) const { return x / (1.0f + expf(-x)); }
-};
-struct mish_rule {
-  __device__ __forceinline__ float operator()(float x) const { return x * tanhf(log1pf(expf(x))); }
-};
-// The threshold test in double, as the CPU makes it, so that both take the same branch (float
-// rounding of x * beta could flip it, and the two branches differ by up to log(2) / beta).
-struct softplus_rule {
-  double beta, threshold;
-  float fbeta;
-  __device__ __forceinline__ float operator()(float x) const {
-    const double z = (double)x * beta;
-    return z > threshold ? x : log1pf(expf((float)z)) / fbeta;
-  }
-};
-struct elu_rule {
-  float alpha;
-  __device__ __forceinline__ float operator()(float x) const { return x > 0.0f ? x : expm1f(x) * alpha; }
-};
-struct leaky_relu_rule {
-  float slope;
-  __device__ __forceinline__ float operator()(float x) const { return x > 0.0f ? x : x * slope; }
-};
-// std::min(std::max(...)) as comparisons, so that NaN passes through (fminf / fmaxf would drop it).
-// In double, as the CPU: the same operations in the same order, so the same float. (In float,
-// x * 6 overflows to inf for x > 5.7e37, where hardswish(x) is x; PyTorch's float formula gives
-// that inf.)
-struct hardswish_rule {
-  __device__ __forceinline__ float operator()(float x) const {
-    double m = (double)x + 3.0;
-    m = m < 0.0 ? 0.0 : m;
-    m = 6.0 < m ? 6.0 : m;
-    return (float)((double)x * m / 6.0);
-  }
-};
-struct hardsigmoid_rule {
-  __device__ __forceinline__ float operator()(float x) const {
-    double m = (double)x + 3.0;
-    m = m < 0.0 ? 0.0 : m;
-    m = 6.0 < m ? 6.0 : m;
-    return (float)(m / 6.0);
-  }
-};
-// Bounds rounded to float give the CPU's result exactly: x is a float and rounding is monotonic.
-struct clamp_rule {
-  float lo, hi;
-  __device__ __forceinline__ float operator()(float x) const {
-    const float r = x < lo ? lo : x;
-    return hi < r ? hi : r;
-  }
-};
 
 static __global__ void clamp_i64_kernel(int64_t n, const int64_t *__restrict__ a, int64_t *__restrict__ y,
                                         int64_t lo, int64_t hi) {
