@@ -52,6 +52,29 @@ extern "C" int volua_cuda_conv_transpose3d_redo(const volua_conv_transpose3d_geo
   return 0;
 }
 
+// pointwise.cu's epilogue hand-over: emu_epi, where a case offers one (the kernels apply the steps
+// they take; the case applies the rest to its reference and to the output alike).
+static const volua_pw_chain *emu_epi = NULL;
+static int emu_taken = 0;
+extern "C" int volua_cuda_epilogue_take(volua_pw_chain *dst, int64_t C, int64_t S) {
+  memset(dst, 0, sizeof *dst);
+  if (!emu_epi) return 0;
+  const int n = pw_take_prefix(emu_epi, dst, C, S);
+  if (n) emu_taken = n;
+  return n;
+}
+extern "C" int volua_cuda_epilogue_taken(void) { return emu_taken; }
+extern "C" int volua_cuda_epilogue_redo(int64_t n, float *y, const int *flag, int stamp, void *, char *) {
+  if (!emu_taken || *flag != stamp) return 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int k = 0; k < emu_taken; k++) {
+      const volua_pw_step &s = emu_epi->step[k];
+      const float o = s.kind == VOLUA_PW_CHANNEL ? s.vec[(i / s.S) % s.C * s.vstep] : 0.0f;
+      y[i] = pw_step_cheap(s, y[i], o);
+    }
+  return 0;
+}
+
 static std::mt19937_64 rng(12345);
 static int64_t irand(int64_t lo, int64_t hi) { return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1)); }
 // Weights uniform in +-1/sqrt(K) (K: products per output), as PyTorch initialises convolutions
@@ -152,6 +175,76 @@ static void compare(const char *what, const float *got, const double *want, int6
   if (bad) failures++;
 }
 
+// The fused epilogue (tc_core.cuh, tc_epi_apply): with emu_epi_mode a case offers a random chain of
+// the steps the stores take (pw_cheap: a number or a per-channel value added, multiplied, ...;
+// clamp, leaky_relu, relu, abs, neg), applies the steps the kernels did not take after them (as
+// src/ops/pointwise.c's pass), and the whole chain to its reference (rounded to float first). A
+// column given the wrong channel's operand, or a value missed or stepped twice, shows. *lip: a
+// bound on how much the chain scales a difference (the tolerances are multiplied by it).
+static bool emu_epi_mode = false;
+static void make_epi(volua_pw_chain &c, std::vector<float> &vec, int64_t Co, int64_t S, double *lip) {
+  memset(&c, 0, sizeof c);
+  vec.assign((size_t)(4 * Co), 0.0f);
+  for (int64_t i = 0; i < 4 * Co; i++) vec[(size_t)i] = (float)((double)(rng() % 2001) / 1000.0 - 1.0); // [-1, 1]
+  *lip = 1.0;
+  c.n = (int)irand(2, 4);
+  for (int k = 0; k < c.n; k++) {
+    volua_pw_step &st = c.step[k];
+    const int kind = (int)irand(0, 5);
+    if (kind <= 1) { // a per-channel operand (add, sub, mul, maximum)
+      static const int ops[4] = {VOLUA_BIN_ADD, VOLUA_BIN_SUB, VOLUA_BIN_MUL, VOLUA_BIN_MAXIMUM};
+      st.kind = VOLUA_PW_CHANNEL, st.op = ops[irand(0, 3)], st.C = Co, st.S = S, st.vstep = 1;
+      st.vec = vec.data() + k * Co;
+    } else if (kind == 2) { // a number
+      static const int ops[4] = {VOLUA_BIN_ADD, VOLUA_BIN_MUL, VOLUA_BIN_DIV, VOLUA_BIN_SUB};
+      st.kind = VOLUA_PW_SCALAR, st.op = ops[irand(0, 3)], st.scalar_first = st.op == VOLUA_BIN_SUB && irand(0, 1);
+      st.p0 = st.op == VOLUA_BIN_DIV ? 2.0 : st.op == VOLUA_BIN_MUL ? -1.5 : 0.25;
+      if (st.op == VOLUA_BIN_MUL) *lip *= 1.5;
+    } else if (kind == 3) {
+      st.kind = VOLUA_PW_UNARY, st.op = VOLUA_UN_CLAMP, st.p0 = -0.5, st.p1 = irand(0, 1) ? 0.75 : INFINITY;
+    } else if (kind == 4) {
+      st.kind = VOLUA_PW_UNARY, st.op = VOLUA_UN_LEAKY_RELU, st.p0 = 0.2;
+    } else {
+      static const int ops[3] = {VOLUA_UN_RELU, VOLUA_UN_ABS, VOLUA_UN_NEG};
+      st.kind = VOLUA_PW_UNARY, st.op = ops[irand(0, 2)];
+    }
+    st.f0 = (float)st.p0, st.f1 = (float)st.p1;
+  }
+}
+// Steps [first, last) of c on the n values y.
+static void apply_epi(const volua_pw_chain &c, int first, int last, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    for (int k = first; k < last; k++) {
+      const volua_pw_step &st = c.step[k];
+      const float o = st.kind == VOLUA_PW_CHANNEL ? st.vec[(i / st.S) % st.C * st.vstep] : 0.0f;
+      y[i] = pw_step_cheap(st, y[i], o);
+    }
+}
+// Around a case's call: epi_begin offers a chain (emu_epi_mode), epi_end applies what was not taken
+// and the chain to the reference, and notes in `what` how many steps the kernels took.
+struct EmuEpi {
+  volua_pw_chain c;
+  std::vector<float> vec;
+  double lip = 1.0;
+};
+static void epi_begin(EmuEpi &e, int64_t Co, int64_t S) {
+  if (!emu_epi_mode) return;
+  make_epi(e.c, e.vec, Co, S, &e.lip);
+  emu_epi = &e.c;
+  emu_taken = 0;
+}
+static void epi_end(EmuEpi &e, float *y, std::vector<double> &ref, char *what, size_t wn) {
+  if (!emu_epi_mode) return;
+  apply_epi(e.c, emu_taken, e.c.n, y, (int64_t)ref.size());
+  std::vector<float> r(ref.size());
+  for (size_t i = 0; i < ref.size(); i++) r[i] = (float)ref[i];
+  apply_epi(e.c, 0, e.c.n, r.data(), (int64_t)r.size());
+  for (size_t i = 0; i < ref.size(); i++) ref[i] = r[i];
+  snprintf(what + strlen(what), wn - strlen(what), " epi %d/%d", emu_taken, e.c.n);
+  emu_epi = NULL;
+  emu_taken = 0;
+}
+
 static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
   const int64_t span = in + 2 * p - d * (k - 1) - 1;
   return span < 0 ? 0 : span / s + 1;
@@ -209,6 +302,7 @@ static bool nf_redo(volua_math_mode math, int rc, float *y, const double *ref, i
   const int used = volua_cuda_nf_end(&flag, &stamp);
   if (rc != 0 || math != VOLUA_MATH_FP32 || !used || !flag || *flag != stamp) return false;
   for (int64_t i = 0; i < n; i++) y[i] = (float)ref[i];
+  if (emu_epi && emu_taken) apply_epi(*emu_epi, 0, emu_taken, y, n); // (volua_cuda_epilogue_redo)
   return true;
 }
 
@@ -239,15 +333,20 @@ static void run_conv3d(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], c
   std::vector<double> ref((size_t)ny);
   ref_conv3d(g, x.data(), w.data(), bias ? b.data() : NULL, ref.data());
   char err[VOLUA_ERR_MAX] = "";
+  EmuEpi e;
+  epi_begin(e, Co, g.out[0] * g.out[1] * g.out[2]);
   nf_begin(math);
   const int rc = volua_cuda_conv3d_tc(&g, x.data(), w.data(), bias ? b.data() : NULL, y.data(), math, NULL, err);
   if (nf_redo(math, rc, y.data(), ref.data(), ny)) strncat(what, " (redone)", sizeof what - strlen(what) - 1);
   if (rc) {
+    emu_epi = NULL;
     printf("%-72s %s %s\n", what, rc == VOLUA_FAST_NOT_APPLICABLE ? "not applicable" : "ERROR", err);
     if (rc != VOLUA_FAST_NOT_APPLICABLE) failures++;
     return;
   }
-  compare(what, y.data(), ref.data(), ny, math == VOLUA_MATH_FP32 ? 1e-4 : 1e-2, math == VOLUA_MATH_FP32 ? 1e-5 : 1e-2);
+  epi_end(e, y.data(), ref, what, sizeof what);
+  compare(what, y.data(), ref.data(), ny, (math == VOLUA_MATH_FP32 ? 1e-4 : 1e-2) * e.lip,
+          (math == VOLUA_MATH_FP32 ? 1e-5 : 1e-2) * e.lip);
 }
 
 static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3], const int64_t k[3], const int64_t s[3],
@@ -278,15 +377,20 @@ static void run_transpose(int64_t N, int64_t Ci, int64_t Co, const int64_t in[3]
   std::vector<double> ref((size_t)ny);
   ref_conv_transpose3d(g, x.data(), w.data(), bias ? b.data() : NULL, ref.data());
   char err[VOLUA_ERR_MAX] = "";
+  EmuEpi e;
+  epi_begin(e, Co, g.out[0] * g.out[1] * g.out[2]);
   nf_begin(math);
   const int rc = volua_cuda_conv_transpose3d_tc(&g, x.data(), w.data(), bias ? b.data() : NULL, y.data(), math, NULL, err);
   if (nf_redo(math, rc, y.data(), ref.data(), ny)) strncat(what, " (redone)", sizeof what - strlen(what) - 1);
   if (rc) {
+    emu_epi = NULL;
     printf("%-72s %s %s\n", what, rc == VOLUA_FAST_NOT_APPLICABLE ? "not applicable" : "ERROR", err);
     if (rc != VOLUA_FAST_NOT_APPLICABLE) failures++;
     return;
   }
-  compare(what, y.data(), ref.data(), ny, math == VOLUA_MATH_FP32 ? 1e-4 : 1e-2, math == VOLUA_MATH_FP32 ? 1e-5 : 1e-2);
+  epi_end(e, y.data(), ref, what, sizeof what);
+  compare(what, y.data(), ref.data(), ny, (math == VOLUA_MATH_FP32 ? 1e-4 : 1e-2) * e.lip,
+          (math == VOLUA_MATH_FP32 ? 1e-5 : 1e-2) * e.lip);
 }
 
 // probe 1: GroupNorm's eps 1e6 and weights of +-1e4 by channel, so that the answer is linear in the
@@ -583,6 +687,36 @@ static void accuracy_case(int64_t N, int64_t side) {
   compare(what, got_f.data(), ref_gn.data(), ny, 1e-4, 1e-5);
 }
 
+static void epi_cases(volua_math_mode m) {
+  // the fused epilogue (emu_epi_mode: make_epi's random chains): conv3d's plain store (whole tiles,
+  // C_in in chunks, groups, the channels-last path, which leaves the steps to the pass), every
+  // phase in one GEMM (64 to 512 columns, 8, 4 and 2 phases, through the warp's stage or not), W
+  // pairs, stride 1,
+  // the outputs set first (not taken), and with infinities (the redo, then the steps again)
+  emu_epi_mode = true;
+  const int64_t s1[3] = {1, 1, 1}, s2[3] = {2, 2, 2}, p0[3] = {0, 0, 0}, p1[3] = {1, 1, 1}, d1[3] = {1, 1, 1};
+  const int64_t k3[3] = {3, 3, 3}, k133[3] = {1, 3, 3}, in1[3] = {3, 10, 66}, in2[3] = {4, 5, 6}, in3[3] = {2, 3, 40};
+  const int64_t in5[3] = {2, 3, 8}, op1[3] = {1, 1, 1}, d2[3] = {2, 2, 2}, in4[3] = {4, 5, 9};
+  run_conv3d(1, 3, 64, in1, k133, s1, p0, d1, true, m);
+  run_conv3d(1, 70, 16, in2, k3, s1, p1, d1, false, m);
+  run_conv3d(2, 6, 144, in4, k3, s1, p1, d1, true, m, 2);
+  run_conv3d(1, 64, 64, in2, k3, s1, p1, d1, true, m);
+  run_transpose(1, 16, 8, in3, k3, s2, p1, p0, d1, true, m);
+  run_transpose(1, 16, 64, in5, k3, s2, p1, op1, d1, true, m);
+  run_transpose(1, 32, 32, in3, k3, s2, p1, p0, d1, false, m);
+  run_transpose(2, 4, 80, in4, k3, s2, p1, op1, d1, true, m, 2);
+  run_transpose(2, 40, 24, in2, k3, s1, p1, p0, d1, true, m);
+  run_transpose(1, 8, 24, in4, k3, s2, p1, p0, d2, true, m);
+  run_transpose(1, 16, 128, in5, k3, s2, p1, op1, d1, true, m, 1, 4);
+  run_conv3d(1, 70, 16, in2, k3, s1, p1, d1, false, m, 1, 3);
+  // every phase in one GEMM with 4 and 2 phases: a block of 8 columns holds 2 and 4 channels
+  const int64_t s122[3] = {1, 2, 2}, s211[3] = {2, 1, 1}, s112[3] = {1, 1, 2};
+  run_transpose(1, 16, 24, in2, k3, s122, p1, p0, d1, true, m);
+  run_transpose(2, 8, 40, in2, k3, s211, p1, p0, d1, false, m);
+  run_transpose(1, 16, 16, in3, k3, s112, p1, p0, d1, true, m);
+  emu_epi_mode = false;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "accuracy") == 0) {
     const int64_t N = argc > 2 ? atoll(argv[2]) : 1, side = argc > 3 ? atoll(argv[3]) : 6;
@@ -604,6 +738,12 @@ int main(int argc, char **argv) {
   if (argc > 2) rng.seed((uint64_t)atoll(argv[2])); // a second argument: the seed of the random cases
   check_tc_div();
   const volua_math_mode modes[2] = {VOLUA_MATH_FP32, VOLUA_MATH_TF32};
+  // VOLUA_EMU_EPI_ONLY=1: only the fused epilogue's cases (epi_cases), in both maths
+  if (getenv("VOLUA_EMU_EPI_ONLY")) {
+    for (volua_math_mode m : modes) epi_cases(m);
+    printf("%s: %d failure(s)\n", failures ? "FAILED" : "ok", failures);
+    return failures != 0;
+  }
   // VOLUA_EMU_KW_ONLY=1: only the cases of conv3d_tc.cu's W-interleaved plan (math "tf32", kW 7)
   if (getenv("VOLUA_EMU_KW_ONLY")) {
     kw_cases();
@@ -612,6 +752,7 @@ int main(int argc, char **argv) {
   }
   kw_cases();
   for (volua_math_mode m : modes) {
+    epi_cases(m);
     { // the benchmark shapes, reduced
       const int64_t in[3] = {5, 9, 70}, k[3] = {3, 5, 7}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
       run_conv3d(1, 3, 64, in, k, s, p, d, false, m); // L1-60/66-like: 64 channels, OW 64

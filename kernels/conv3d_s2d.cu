@@ -133,6 +133,7 @@ extern "C" int volua_cuda_conv3d_s2d(const volua_conv3d_geom *g, const float *x,
   else
     rc = volua_cuda_conv3d_tc(&g2, x2, w2, b, y, math, s, err);
   if (rc == 0) rc = volua_cuda_conv3d_redo(g, x, w, b, y, math, flag, stamp, s, err); // (gated: see the top)
+  if (rc == 0) rc = volua_cuda_epilogue_redo(g->N * g->C_out * g->out[0] * g->out[1] * g->out[2], y, flag, stamp, s, err);
   volua_cuda_free(x2); // (stream-ordered: reused only by work queued after this call's)
   volua_cuda_free(w2);
   return rc;

@@ -408,6 +408,7 @@ extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, 
   }
   if (!tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_STORE, env)) return VOLUA_FAST_NOT_APPLICABLE;
   tc_plan_ksplit(p, math == VOLUA_MATH_FP32, env);
+  volua_cuda_epilogue_take(&p.epi, g->C_out, g->out[0] * g->out[1] * g->out[2]); // every output is stored by it
   float *ksws = tc_ksplit_scratch(p, err); // split K: the parts' sums, then the units' counts
   float *wprep = NULL;
   if (tc_prep_weights(p, conv3d_weights(g, w), &wprep, s, op, err)) {

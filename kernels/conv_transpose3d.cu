@@ -106,7 +106,8 @@ extern "C" int volua_cuda_conv_transpose3d(const volua_conv_transpose3d_geom *g,
   const int used = volua_cuda_nf_end(&flag, &stamp);
   if (fast == VOLUA_FAST_NOT_APPLICABLE) return launch_conv_transpose3d(g, x, w, b, y, math, NULL, 0, s, err);
   if (fast != 0 || !nf || !used) return fast;
-  return launch_conv_transpose3d(g, x, w, b, y, math, flag, stamp, s, err);
+  if (launch_conv_transpose3d(g, x, w, b, y, math, flag, stamp, s, err)) return 1;
+  return volua_cuda_epilogue_redo(g->N * g->C_out * g->out[0] * g->out[1] * g->out[2], y, flag, stamp, s, err);
 }
 
 extern "C" int volua_cuda_conv_transpose3d_redo(const volua_conv_transpose3d_geom *g, const float *x, const float *w,

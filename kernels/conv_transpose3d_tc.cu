@@ -343,9 +343,13 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         float *wprep = NULL;
         if (tc_prep_phases(p, m, g, &wprep, s, op, err, dense ? 0 : xn / 16)) return 1;
         p.wprep = wprep;
+        // every output is one of the GEMM's (every phase live): it can take the epilogue
+        volua_cuda_epilogue_take(&p.epi, g->C_out, g->out[0] * g->out[1] * g->out[2]);
         int rc = tc_launch_phases(p, env, s, op, err);
         tc_weights_free(wprep);
         if (rc == 0 && !dense) rc = volua_cuda_conv_transpose3d_redo(g, x, w, b, y, math, flag, stamp, s, err);
+        if (rc == 0 && !dense) rc = volua_cuda_epilogue_redo(g->N * g->C_out * g->out[0] * g->out[1] * g->out[2], y, flag,
+                                                             stamp, s, err);
         if (rc == 0) volua_cuda_fast_note_call();
         return rc;
       }
@@ -469,6 +473,12 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         if (epi == EPI_STORE) tc_plan_ksplit(p, math == VOLUA_MATH_FP32, env);
         nplans++;
       }
+
+  // -- the epilogue: where the GEMMs' stores write every output (nothing set first or filled after,
+  // no dead columns), each launch applies the same first steps ----
+  if (!fill_first && !need_fill && epi == EPI_STORE && nplans > 0 &&
+      volua_cuda_epilogue_take(&plans[0].epi, g->C_out, all_out))
+    for (int i = 1; i < nplans; i++) plans[i].epi = plans[0].epi;
 
   // -- the outputs set first, the phases' GEMMs, or the GEMMs and the fill ----
   if (fill_first) {

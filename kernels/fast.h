@@ -99,6 +99,23 @@ void volua_cuda_nf_get(int **flag, int *stamp);
  * no redo is due), and the flag and stamp. */
 int volua_cuda_nf_end(int **flag, int *stamp);
 
+/* pointwise.cu: a convolution's epilogue (a pointwise chain, src/op_params.h) offered by its op
+ * (volua_cuda_epilogue_offer, kernels.h). volua_cuda_epilogue_take: a tensor-core launch whose every
+ * output goes through its store epilogue takes the chain's first steps that it can apply in its
+ * registers (pointwise.cuh's pw_cheap; a channel step only for an output of C channels of S values
+ * each) into dst, and returns how many (0: none offered, or the first cannot be taken). Every
+ * launch of one call takes the same steps. volua_cuda_epilogue_taken: how many were taken in this
+ * call (a redo of the output must apply them after it: volua_cuda_pointwise with a gate). */
+int volua_cuda_epilogue_take(volua_pw_chain *dst, int64_t C, int64_t S);
+int volua_cuda_epilogue_taken(void);
+/* After a gated redo of a convolution's n outputs y (the plain output): the steps taken, gated on
+ * the same flag and stamp (nothing where none were taken). */
+int volua_cuda_epilogue_redo(int64_t n, float *y, const int *flag, int stamp, cudaStream_t s, char *err);
+/* The steps [first, last) of chain c on the n values x into y (y may be x); gate: NULL, or a device
+ * flag: unless it holds `stamp` the launch writes nothing (after a gated redo). */
+int volua_cuda_pointwise(const volua_pw_chain *c, int first, int last, int64_t n, const float *x, float *y,
+                         const int *gate, int stamp, cudaStream_t s, char *err);
+
 /* Calls served by a fast path since start (specs check that a shape took it). */
 int64_t volua_cuda_fast_calls(void);
 /* conv3d_tc.cu: counts one served call (used by the three fast paths). */

@@ -72,6 +72,12 @@ int volua_cuda_max_abs_diff(int64_t n, int dt, const void *a, const void *b, dou
 int volua_cuda_allclose(int64_t n, int dt, const void *a, const void *b, double rtol, double atol,
                         int equal_nan, int *result, cudaStream_t s, char *err);
 
+/* pointwise.cu: a convolution's epilogue: the op offers its resolved chain before calling the
+ * convolution's entry (c NULL: none), and after it asks how many of the first steps the kernels
+ * applied (the rest it applies with volua_cuda_pointwise, declared in fast.h). */
+void volua_cuda_epilogue_offer(const volua_pw_chain *c);
+int volua_cuda_epilogue_end(void);
+
 /* softmax.cu: softmax / log_softmax over one dim, and the reductions over dims that share its
  * walk: logsumexp, amax / amin, max / min (indices NULL: values only; dt a volua_dtype, int64
  * for max and min only). */

@@ -29,6 +29,7 @@
 
 #include "tc_prims.cuh"
 #include "fast.h"
+#include "pointwise.cuh"
 #ifndef VOLUA_TC_EMULATE
 #include "common.cuh"
 #define TC_CHECK(expr) CUDA_CHECK(expr)
@@ -94,6 +95,9 @@ struct Params {
   tc_tmap tmap;
   const float *x, *wprep, *bias;
   float *y;
+  // EPI_STORE and EPI_PHASES: the first steps of a pointwise chain applied to each value after the
+  // bias, in registers (tc_epi_apply; volua_cuda_epilogue_take); n 0: none
+  volua_pw_chain epi;
   double *partials; // EPI_STATS: (N, parts, C_out, 2) sums of v and v*v
   // EPI_STATS, the fused op's finish: blocks that have written their partial sums of sample n, in
   // done[n] (zeroed by tc_prep_kernel); the last applies GroupNorm (gn_groups groups, gn_S outputs
@@ -490,6 +494,83 @@ TC_DEVICE void tc_each_value(const float (&acc)[WM][WN][4], const float (&corr)[
           f(j, e, i, h, v + bv);
         }
     }
+}
+
+// The fused epilogue (Params::epi): a thread's values v = sum + bias, then each step of the chain,
+// left in acc (corr -0, so that tc_join(acc, corr) is acc to the bit); the stores after it add no
+// bias (the caller drops it). chan(j, e): the channel of column 8j + 2t + e within the group (C_out
+// or more: a column past the channels, computed and never stored); cg: the group's first channel.
+// The step is chosen once per step, and each value takes its one rule (pw_step_cheap's ops).
+template <int WM, int WN, class CH, class F>
+TC_DEVICE void tc_epi_map(float (&acc)[WM][WN][4], const volua_pw_step &s, int64_t cg, int64_t C_out, CH &chan, F f) {
+#pragma unroll
+  for (int j = 0; j < WN; j++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      float o = 0.0f;
+      if (s.kind == VOLUA_PW_CHANNEL) {
+        const int64_t co = chan(j, e);
+        if (co < C_out) o = __ldg(s.vec + (cg + co) * s.vstep);
+      }
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) acc[i][j][2 * h + e] = f(acc[i][j][2 * h + e], o);
+    }
+}
+template <int WM, int WN, bool SPLIT, class CH>
+TC_DEVICE void tc_epi_apply(const Params &p, float (&acc)[WM][WN][4], float (&corr)[WM][WN][4], const float *bias,
+                            int64_t cg, CH &&chan) {
+#pragma unroll
+  for (int j = 0; j < WN; j++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const int64_t co = chan(j, e);
+      const float bv = bias && co < p.C_out ? __ldg(bias + co) : 0.0f;
+#pragma unroll
+      for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          float v = acc[i][j][2 * h + e];
+          if (SPLIT) {
+            v = tc_join(v, corr[i][j][2 * h + e]);
+            corr[i][j][2 * h + e] = -0.0f;
+          }
+          acc[i][j][2 * h + e] = v + bv;
+        }
+    }
+#pragma unroll 1
+  for (int k = 0; k < p.epi.n; k++) {
+    const volua_pw_step &s = p.epi.step[k];
+    const float f0 = s.f0, f1 = s.f1;
+    const int64_t C = p.C_out;
+    if (s.kind == VOLUA_PW_SCALAR) {
+      if (s.op == VOLUA_BIN_ADD) tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return v + f0; });
+      else if (s.op == VOLUA_BIN_MUL) tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return v * f0; });
+      else if (s.op == VOLUA_BIN_SUB && !s.scalar_first) tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return v - f0; });
+      else if (s.op == VOLUA_BIN_SUB) tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return f0 - v; });
+      else if (s.op == VOLUA_BIN_MAXIMUM) tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return max_nan(v, f0); });
+      else if (s.op == VOLUA_BIN_MINIMUM) tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return min_nan(v, f0); });
+      else if (!s.scalar_first) tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return volua_fdiv_rn(v, f0); });
+      else tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return volua_fdiv_rn(f0, v); });
+    } else if (s.kind == VOLUA_PW_CHANNEL) {
+      if (s.op == VOLUA_BIN_ADD) tc_epi_map(acc, s, cg, C, chan, [&](float v, float o) { return bin_f32(v, o, VOLUA_BIN_ADD); });
+      else if (s.op == VOLUA_BIN_SUB) tc_epi_map(acc, s, cg, C, chan, [&](float v, float o) { return bin_f32(v, o, VOLUA_BIN_SUB); });
+      else if (s.op == VOLUA_BIN_MUL) tc_epi_map(acc, s, cg, C, chan, [&](float v, float o) { return bin_f32(v, o, VOLUA_BIN_MUL); });
+      else if (s.op == VOLUA_BIN_MAXIMUM) tc_epi_map(acc, s, cg, C, chan, [&](float v, float o) { return max_nan(v, o); });
+      else if (s.op == VOLUA_BIN_MINIMUM) tc_epi_map(acc, s, cg, C, chan, [&](float v, float o) { return min_nan(v, o); });
+      else tc_epi_map(acc, s, cg, C, chan, [&](float v, float o) { return bin_f32(v, o, VOLUA_BIN_DIV); });
+    } else if (s.kind == VOLUA_PW_FILL) {
+      tc_epi_map(acc, s, cg, C, chan, [&](float, float) { return f0; });
+    } else if (s.op == VOLUA_UN_CLAMP) {
+      tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return clamp_rule{f0, f1}(v); });
+    } else if (s.op == VOLUA_UN_LEAKY_RELU) {
+      tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return leaky_relu_rule{f0}(v); });
+    } else {
+      const int op = s.op; // neg, abs, relu
+      tc_epi_map(acc, s, cg, C, chan, [&](float v, float) { return unary_f32_rule{op}(v); });
+    }
+  }
 }
 
 // EPI_STATS: a tile's values (tc_each_value's walk) added to a thread's per-channel double sums of
@@ -986,6 +1067,11 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       const int ovol = (int)(p.out[0] * p.plane);
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      if (EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+        tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
+                                    [&](int j, int e) -> int64_t { return co0 + j * 8 + e; });
+        bias = nullptr;
+      }
       float *yt = p.y + ((ng * p.C_out + co0) * p.out[0] + qd) * p.plane + p0;
       float *yw = yt + (twarp * WM * 16 + g); // the thread's first position, channel co0
       auto put = [&](int j, int e, int i, int h, float v) {
@@ -1004,6 +1090,12 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       const int O1 = (int)p.out[1], O2 = (int)p.out[2];
       const int64_t plane = p.out[1] * p.out[2];
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      if (p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+        const int64_t cs = 8 / p.nph, cb0 = cs * (int64_t)cb * WN;
+        tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
+                                    [&](int j, int e) -> int64_t { return cb0 + cs * j + (p.phq[2 * t + e] >> 24); });
+        bias = nullptr;
+      }
       if (p.pst) { // whole rows through the warp's stage (tc_store_phase_rows)
         const TcPhaseRows<WM> pr = tc_phase_rows<WM>(p, qd, qh0, qw0, nlast, twarp * WM * 16);
         const int64_t cbase = (int64_t)(8 / p.nph) * cb * WN;
@@ -1056,6 +1148,11 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       const int64_t O0 = p.out[0], O1 = p.out[1], O2 = p.out[2];
       const int64_t cstep = 8 / p.nph, cbase = cstep * (int64_t)cb * WN; // column 8j + 2t + e: as above, by p.phq
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      if (p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+        tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
+                                    [&](int j, int e) -> int64_t { return cbase + cstep * j + (p.phq[2 * t + e] >> 24); });
+        bias = nullptr;
+      }
 #pragma unroll
       for (int j = 0; j < WN; j++)
 #pragma unroll
@@ -1083,6 +1180,11 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       const int od = (int)(qd * p.ostep[0] + p.oofs[0]), oh0 = (int)(qh0 * p.ostep[1] + p.oofs[1]);
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      if (EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+        tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
+                                    [&](int j, int e) -> int64_t { return co0 + j * 8 + e; });
+        bias = nullptr;
+      }
       float *yt = p.y + (ng * p.C_out + co0) * (int64_t)ovol;
       int ro32[WM][2], ow32[WM][2];
 #pragma unroll
@@ -1155,6 +1257,11 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
           rowoff[i][h] = (od * p.out[1] + (qh0 + dq[i][h]) * p.ostep[1] + p.oofs[1]) * p.out[2];
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
+      if (EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+        tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
+                                    [&](int j, int e) -> int64_t { return co0 + j * 8 + e; });
+        bias = nullptr;
+      }
       float *ybase = p.y + (ng * p.C_out + co0) * ovol;
       tc_each_value<WM, WN, SPLIT, true>(acc, corr, co0, p.C_out, bias, live, [&](int j, int e, int i, int h, float v) {
         const int64_t ow = (int64_t)qw[i][h] * p.ostep[2] + oofs2;

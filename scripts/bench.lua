@@ -71,13 +71,17 @@ end
 
 -- The other KernelBench level 2 3D problems (bench/bench.py's KB2_MORE), each as a volua script
 -- would write its module's forward; t holds the inputs and the state_dict's tensors by name.
+-- Elementwise ops right after a convolution go in its `epilogue` (vol.pointwise's steps: the same
+-- numbers, and on the GPU the cheap ones in the convolution's stores), and a chain of elementwise
+-- ops elsewhere is one vol.pointwise (since the thirty-eighth session; before, one op after the
+-- other: .devrun's bench_s37.lua, bench/NOTES.md).
 local convT = function(t, opts) return vol.conv_transpose3d(t.x, t["conv_transpose.weight"], t["conv_transpose.bias"], opts) end
 local conv = function(t, opts) return vol.conv3d(t.x, t["conv.weight"], t["conv.bias"], opts) end
 local S2P1 = {stride = 2, padding = 1}
 local S2P1OP1 = {stride = 2, padding = 1, output_padding = 1}
 local KB2 = {
   kb2_3 = function(t) return function()
-    local y = convT(t, S2P1OP1) + t.sum_weight:item()
+    local y = convT(t, {stride = 2, padding = 1, output_padding = 1, epilogue = {{"add", t.sum_weight}}})
     y = vol.layer_norm(y, {64}, t["norm.weight"], t["norm.bias"])
     return vol.avg_pool3d(y, {kernel_size = 2}):gelu()
   end end,
@@ -86,11 +90,11 @@ local KB2 = {
     return vol.max_pool3d(vol.max_pool3d(y, {kernel_size = 2}), {kernel_size = 2})
   end end,
   kb2_7 = function(t) return function()
-    return conv(t):relu():leaky_relu(0.01):gelu():sigmoid() + t.bias
+    return conv(t, {epilogue = {"relu", {"leaky_relu", 0.01}, "gelu", "sigmoid", {"add", t.bias}}})
   end end,
   kb2_13 = function(t) return function()
     local y = vol.mean(convT(t, {padding = 1}), 3, true) + t.bias
-    return vol.softmax(y, 2):tanh() * 2
+    return vol.pointwise(vol.softmax(y, 2), {"tanh", {"mul", 2}})
   end end,
   kb2_15 = function(t) return function()
     local y = vol.batch_norm(convT(t, S2P1), t["batch_norm.running_mean"], t["batch_norm.running_var"],
@@ -105,16 +109,17 @@ local KB2 = {
     return y * y:hardswish()
   end end,
   kb2_27 = function(t) return function()
-    local y = vol.group_norm(conv(t):hardswish(), 4, t["group_norm.weight"], t["group_norm.bias"])
+    local y = vol.group_norm(conv(t, {epilogue = {"hardswish"}}), 4, t["group_norm.weight"], t["group_norm.bias"])
     return vol.mean(y, {3, 4, 5})
   end end,
   kb2_34 = function(t) return function()
     local y = vol.layer_norm(convT(t, S2P1), {64}, t["layer_norm.weight"], t["layer_norm.bias"], 1e-5)
-    return y:gelu() * 1.0
+    return vol.pointwise(y, {"gelu", {"mul", 1.0}})
   end end,
   kb2_38 = function(t) return function()
     local x = vol.avg_pool3d(t.x, {kernel_size = 2})
-    local y = vol.conv_transpose3d(x, t["conv_transpose.weight"], t["conv_transpose.bias"], S2P1OP1):clamp(0, 1)
+    local y = vol.conv_transpose3d(x, t["conv_transpose.weight"], t["conv_transpose.bias"],
+                                   {stride = 2, padding = 1, output_padding = 1, epilogue = {{"clamp", 0, 1}}})
     local shape = y.shape
     return vol.softmax(y:reshape({shape[1], shape[2], -1}), 3):reshape(shape) * t.scale
   end end,
@@ -123,22 +128,22 @@ local KB2 = {
     return vol.logsumexp(y, 2, true):relu()
   end end,
   kb2_47 = function(t) return function()
-    return conv(t):mish():tanh()
+    return conv(t, {epilogue = {"mish", "tanh"}})
   end end,
   kb2_48 = function(t) return function()
-    return ((conv(t) * t.scaling_factor):tanh() * t.bias):sigmoid()
+    return conv(t, {epilogue = {{"mul", t.scaling_factor}, "tanh", {"mul", t.bias}, "sigmoid"}})
   end end,
   kb2_49 = function(t) return function()
     return vol.softmax(convT(t, S2P1OP1), 2):sigmoid()
   end end,
   kb2_50 = function(t) return function()
-    local y = vol.avg_pool3d(convT(t, S2P1) * t.scale1:item(), {kernel_size = 2})
-    return (y + t.bias) * t.scale2:item()
+    local y = vol.avg_pool3d(convT(t, {stride = 2, padding = 1, epilogue = {{"mul", t.scale1}}}), {kernel_size = 2})
+    return vol.pointwise(y, {{"add", t.bias}, {"mul", t.scale2}})
   end end,
   kb2_58 = function(t) return function()
     local y = vol.logsumexp(convT(t, S2P1), 2, true)
     y = y * (y + 3):sigmoid() / 6
-    return (y - t.bias):clamp(-1, 1)
+    return vol.pointwise(y, {{"sub", t.bias}, {"clamp", -1, 1}})
   end end,
   kb2_60 = function(t) return function()
     local y = convT(t, S2P1)
@@ -151,17 +156,18 @@ local KB2 = {
     return vol.avg_pool3d(vol.avg_pool3d(y, {kernel_size = 2}), {kernel_size = 2})
   end end,
   kb2_74 = function(t) return function()
-    local y = (convT(t, S2P1OP1):leaky_relu(0.2) * t.multiplier):leaky_relu(0.2)
+    local y = convT(t, {stride = 2, padding = 1, output_padding = 1,
+                        epilogue = {{"leaky_relu", 0.2}, {"mul", t.multiplier}, {"leaky_relu", 0.2}}})
     return vol.max_pool3d(y, {kernel_size = 2})
   end end,
   kb2_77 = function(t) return function()
-    local y = vol.batch_norm(convT(t) * 2, t["batch_norm.running_mean"], t["batch_norm.running_var"],
+    local y = vol.batch_norm(convT(t, {epilogue = {{"mul", 2}}}), t["batch_norm.running_mean"], t["batch_norm.running_var"],
                              t["batch_norm.weight"], t["batch_norm.bias"], true, 0.1, 1e-5)
     return vol.mean(y, {3, 4, 5}, true)
   end end,
   kb2_79 = function(t) return function()
-    local y = vol.instance_norm(conv(t) * t.multiplier):clamp(-1, 1)
-    return vol.amax(y * t.multiplier, 2)
+    local y = vol.instance_norm(conv(t, {epilogue = {{"mul", t.multiplier}}}))
+    return vol.amax(vol.pointwise(y, {{"clamp", -1, 1}, {"mul", t.multiplier}}), 2)
   end end,
   kb2_89 = function(t) return function()
     local y = vol.softmax(vol.max_pool3d(convT(t, S2P1OP1), {kernel_size = 2, stride = 2}), 2)
@@ -169,14 +175,14 @@ local KB2 = {
     return vol.amax(y:sigmoid() * y, 2)
   end end,
   kb2_90 = function(t) return function()
-    return (conv(t):leaky_relu(0.2) + t.sum_tensor):clamp(-1, 1):gelu()
+    return conv(t, {epilogue = {{"leaky_relu", 0.2}, {"add", t.sum_tensor}, {"clamp", -1, 1}, "gelu"}})
   end end,
   kb2_96 = function(t) return function()
-    local y = vol.max_pool3d(convT(t, S2P1) * 0.5, {kernel_size = 2})
+    local y = vol.max_pool3d(convT(t, {stride = 2, padding = 1, epilogue = {{"mul", 0.5}}}), {kernel_size = 2})
     return vol.mean(y, {3, 4, 5}, true):clamp(0, 1)
   end end,
   kb2_100 = function(t) return function()
-    return convT(t, S2P1):clamp(-1, nil) / 2
+    return convT(t, {stride = 2, padding = 1, epilogue = {{"clamp", -1, nil}, {"div", 2}}})
   end end,
 }
 
@@ -198,7 +204,7 @@ local function make_call(p, t)
   -- (one op after the other; no clone where PyTorch's in-place rules need one)
   elseif p.op == "convT_relu_gn" then -- L2-61
     return function()
-      local y = vol.conv_transpose3d(t.x, t["conv_transpose.weight"]):relu()
+      local y = vol.conv_transpose3d(t.x, t["conv_transpose.weight"], nil, {epilogue = {"relu"}})
       return vol.group_norm(y, 8, t["group_norm.weight"], t["group_norm.bias"])
     end
   elseif p.op == "convT_residual" then -- L2-20
@@ -216,7 +222,8 @@ local function make_call(p, t)
     end
   elseif p.op == "conv_div_pool_mean_sum" then -- L2-8
     return function()
-      local y = vol.max_pool3d(vol.conv3d(t.x, t["conv.weight"], t["conv.bias"]) / 2, {kernel_size = 2})
+      local y = vol.max_pool3d(vol.conv3d(t.x, t["conv.weight"], t["conv.bias"], {epilogue = {{"div", 2}}}),
+                               {kernel_size = 2})
       return vol.sum(vol.mean(y, {3, 4, 5}, true) + t.bias, 2)
     end
   elseif KB2[p.op] then

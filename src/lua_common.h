@@ -61,6 +61,11 @@ int volua_lua_max_dim(lua_State *L, int is_max);
 /* lua_activation.c: tanh, sigmoid, exp, log, sqrt, gelu, silu, mish, softplus, elu, leaky_relu,
  * hardtanh, hardswish, hardsigmoid, clamp (methods and functions), vol.relu, vol.abs */
 void volua_lua_open_activation(lua_State *L);
+/* lua_pointwise.c: vol.pointwise; and the reader of a list of pointwise steps at idx (vol.pointwise,
+ * the convolutions' `epilogue`): fills spec (its tensors borrowed from the list), returns the count. */
+void volua_lua_open_pointwise(lua_State *L);
+struct volua_pw_spec;
+int volua_lua_read_pw_spec(lua_State *L, int idx, const char *fn, struct volua_pw_spec *spec);
 /* Adds methods to the Tensor method table (from any binding file). */
 void volua_lua_add_methods(lua_State *L, const luaL_Reg *methods);
 

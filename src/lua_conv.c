@@ -1,6 +1,7 @@
 /* lua_conv.c: the Lua bindings of vol.conv3d(x, weight [, bias] [, opts]),
  * vol.conv_transpose3d(x, weight [, bias] [, opts]) and
  * vol.conv3d_group_norm_mean(x, conv_w, conv_b, num_groups, gn_w, gn_b [, opts]). */
+#include <stdio.h>
 #include <string.h>
 
 #include "lua_common.h"
@@ -9,9 +10,9 @@
 static const int64_t zero3[3] = {0, 0, 0}, one3[3] = {1, 1, 1};
 
 static const char *const conv3d_options[] = {"stride", "padding", "dilation", "groups",
-                                             "padding_mode", NULL};
+                                             "padding_mode", "epilogue", NULL};
 static const char *const transpose_options[] = {"stride", "padding", "output_padding", "dilation",
-                                                "groups", "padding_mode", NULL};
+                                                "groups", "padding_mode", "epilogue", NULL};
 static const char *const gn_mean_options[] = {"eps",    "stride",       "padding",     "dilation",
                                               "groups", "padding_mode", "kernel_size", NULL};
 
@@ -86,6 +87,22 @@ static void read_conv3d_args(lua_State *L, int idx, const char *fname, volua_con
   volua_lua_opt_triple(L, idx, "dilation", one3, a->dilation, fname);
   a->groups = volua_lua_opt_int(L, idx, "groups", 1, fname);
   a->padding_mode = read_padding_mode(L, idx, fname);
+  a->epilogue = NULL;
+}
+
+/* `epilogue`: a list of pointwise steps applied to the output (vol.pointwise's), into spec; NULL
+ * where there is none. The list stays on the stack (its tensors are borrowed). */
+static const volua_pw_spec *read_epilogue(lua_State *L, int idx, const char *fname, volua_pw_spec *spec) {
+  if (!lua_istable(L, idx)) return NULL;
+  lua_getfield(L, idx, "epilogue");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  char fn[64];
+  snprintf(fn, sizeof fn, "%s: epilogue", fname);
+  volua_lua_read_pw_spec(L, lua_gettop(L), fn, spec);
+  return spec;
 }
 
 /* (x, weight [, bias] [, opts]): a plain table in place of the bias is the options. Returns the
@@ -111,6 +128,8 @@ static int l_conv3d(lua_State *L) {
   check_options(L, opts, "conv3d", conv3d_options);
   volua_conv3d_args a;
   read_conv3d_args(L, opts, "conv3d", &a);
+  volua_pw_spec epi;
+  a.epilogue = read_epilogue(L, opts, "conv3d", &epi);
 
   volua_tensor *out = volua_lua_push_empty(L);
   char err[VOLUA_ERR_MAX];
@@ -136,6 +155,8 @@ static int l_conv_transpose3d(lua_State *L) {
   a.groups = volua_lua_opt_int(L, opts, "groups", 1, fname);
   if (read_padding_mode(L, opts, fname) != VOLUA_PAD_ZEROS) /* as nn.ConvTranspose3d */
     luaL_error(L, "%s: only padding_mode 'zeros' is supported", fname);
+  volua_pw_spec epi;
+  a.epilogue = read_epilogue(L, opts, fname, &epi);
 
   volua_tensor *out = volua_lua_push_empty(L);
   char err[VOLUA_ERR_MAX];

@@ -14,5 +14,6 @@ int luaopen_volua_core(lua_State *L) {
   volua_lua_open_softmax(L); /* softmax, log_softmax, logsumexp, amax, amin, max, min */
   /* activations and clamp (after the tensor methods: vol.relu is t.relu) */
   volua_lua_open_activation(L);
+  volua_lua_open_pointwise(L); /* pointwise: a chain of those in one pass */
   return 1;
 }

@@ -104,6 +104,30 @@ typedef struct volua_bcast_geom {
   int64_t numel;
 } volua_bcast_geom;
 
+/* -- pointwise chains: vol.pointwise and the convolutions' epilogue (src/ops/pointwise.c) ----
+ * A chain of elementwise steps applied to each float32 value in one pass, each step exactly the
+ * op it names (the same float as running the ops one by one on the same device). */
+#define VOLUA_PW_MAX 8
+typedef enum {
+  VOLUA_PW_UNARY = 0, /* op: a volua_unop (hardtanh arrives as clamp); p0, p1 its parameters,
+                       * clamp's absent bounds -inf / +inf */
+  VOLUA_PW_SCALAR,    /* op: a volua_binop with the number p0 (in float32, as torch); scalar_first: p0 op v */
+  VOLUA_PW_CHANNEL,   /* op: a volua_binop with vec[((i / S) % C) * vstep] (in double, rounded once) */
+  VOLUA_PW_FILL       /* every value p0 (clamp with a NaN bound: torch fills NaN) */
+} volua_pw_kind;
+typedef struct volua_pw_step {
+  int kind, op, scalar_first;
+  double p0, p1;
+  float f0, f1;     /* (float)p0, (float)p1: what the float32 kernels use, as the ops' own launchers */
+  const float *vec; /* VOLUA_PW_CHANNEL: the operand's values, on the tensor's device */
+  int64_t C, S;     /* element i's channel is (i / S) % C */
+  int64_t vstep;    /* 1, or 0 for a one-value operand */
+} volua_pw_step;
+typedef struct volua_pw_chain {
+  int n;
+  volua_pw_step step[VOLUA_PW_MAX];
+} volua_pw_chain;
+
 /* -- softmax, log_softmax and the reductions over dims (logsumexp, amax, amin, max, min) ---- */
 
 /* softmax and log_softmax: x viewed as (outer, size, inner), each slice of `size` values `inner`

@@ -43,16 +43,32 @@ typedef struct volua_max_pool3d_args {
 
 typedef enum { VOLUA_PADDING_EXPLICIT = 0, VOLUA_PADDING_SAME, VOLUA_PADDING_VALID } volua_padding_kind;
 
+/* A pointwise chain as the user gave it (vol.pointwise, a convolution's `epilogue`), before it is
+ * checked against the tensor it applies to (volua_pointwise_resolve). Per step: kind and op as
+ * volua_pw_step's; unary: args; scalar: s, scalar_first; channel: the operand tensor t. */
+typedef struct volua_pw_spec {
+  int n;
+  struct {
+    volua_pw_kind kind;
+    int op, scalar_first;
+    volua_unary_args args;
+    double s;
+    const volua_tensor *t;
+  } step[VOLUA_PW_MAX];
+} volua_pw_spec;
+
 typedef struct volua_conv3d_args {
   int64_t stride[3], padding[3], dilation[3];
   volua_padding_kind padding_kind;
   int64_t groups;
   volua_padding_mode padding_mode;
+  const volua_pw_spec *epilogue; /* NULL: none; else applied to the output (fused where a kernel can) */
 } volua_conv3d_args;
 
 typedef struct volua_conv_transpose3d_args {
   int64_t stride[3], padding[3], output_padding[3], dilation[3];
   int64_t groups;
+  const volua_pw_spec *epilogue; /* as volua_conv3d_args' */
 } volua_conv_transpose3d_args;
 
 /* -- the ops; `out` (and `indices`) are empty tensors that the op allocates ---- */
@@ -91,6 +107,9 @@ int volua_conv3d_geom_resolve(volua_conv3d_geom *g, const char *fname, const vol
 
 int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b, volua_binop op,
                  char *err);
+/* Whether x / s is x * (1 / s) to the bit for every float x (s = +-2^k, |k| <= 127): the division
+ * then runs as the cheaper multiply. */
+int volua_exact_reciprocal(double s);
 /* a op s, or s op a when scalar_first. */
 int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volua_binop op,
                         int scalar_first, char *err);
@@ -111,6 +130,19 @@ void volua_manual_seed(uint64_t seed);
 /* Math mode for convolutions. */
 void volua_set_math(volua_math_mode m);
 volua_math_mode volua_get_math(void);
+
+/* -- pointwise chains (src/ops/pointwise.c) ---- */
+
+/* The chain for a float32 tensor shaped like t (a per-channel operand must broadcast to t along
+ * one dim: (C, 1, 1, 1) on a (N, C, D, H, W) t; float32 on t's device; t is not resized), or an
+ * error naming fn and the step. */
+int volua_pointwise_resolve(volua_pw_chain *c, const char *fn, const volua_tensor *t,
+                            const volua_pw_spec *spec, char *err);
+/* out = the chain applied to x (float32), in one pass. */
+int volua_pointwise(volua_tensor *out, const volua_tensor *x, const volua_pw_spec *spec, char *err);
+/* Steps [first, c->n) of the resolved chain applied to t in place (a convolution's epilogue after
+ * the steps its kernel applied, if any). */
+int volua_pointwise_apply(volua_tensor *t, const volua_pw_chain *c, int first, const char *fn, char *err);
 
 /* -- softmax and the reductions over dims (src/ops/softmax.c, src/ops/reductions.c) ---- */
 

@@ -234,14 +234,18 @@ vol.adaptive_max_pool3d(x, output_size [, return_indices=false]) -> out [, indic
   Example: y, idx = vol.adaptive_max_pool3d(x, 2, true)]==])
 doc("vol.conv3d", [==[
 vol.conv3d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1,
-                                   padding_mode="zeros"}]) -> tensor
+                                   padding_mode="zeros", epilogue=nil}]) -> tensor
   As torch.nn.functional.conv3d; weight is (C_out, C_in/groups, kD, kH, kW); padding may be
   "same" or "valid"; padding_mode "zeros", "reflect", "replicate" or "circular".
-  Example: y = vol.conv3d(vol.rand({1, 2, 8, 8, 8}), vol.rand({4, 2, 3, 3, 3}), nil, {padding = 1})]==])
+  epilogue: vol.pointwise's steps, applied to the output (the same numbers as applying them
+  after; on the GPU the first cheap steps run in the convolution's own stores).
+  Example: y = vol.conv3d(vol.rand({1, 2, 8, 8, 8}), vol.rand({4, 2, 3, 3, 3}), nil, {padding = 1})
+           y = vol.conv3d(x, w, b, {padding = 1, epilogue = {"relu", {"mul", 0.5}}})]==])
 doc("vol.conv_transpose3d", [==[
 vol.conv_transpose3d(x, weight [, bias] [, {stride=1, padding=0, output_padding=0, dilation=1,
-                                             groups=1}]) -> tensor
+                                             groups=1, epilogue=nil}]) -> tensor
   As torch.nn.functional.conv_transpose3d; weight is (C_in, C_out/groups, kD, kH, kW).
+  epilogue: as vol.conv3d's (vol.pointwise's steps applied to the output).
   Example: y = vol.conv_transpose3d(vol.rand({1, 4, 4, 4, 4}), vol.rand({4, 2, 2, 2, 2}), nil, {stride = 2})]==])
 doc("vol.group_norm", [==[
 vol.group_norm(x, num_groups [, weight [, bias [, eps=1e-5]]]) -> tensor
@@ -382,6 +386,20 @@ doc("vol.hardsigmoid", [==[
 vol.hardsigmoid(x), x:hardsigmoid() -> tensor
   As F.hardsigmoid: min(max(x + 3, 0), 6) / 6. float32 only.
   Example: y = x:hardsigmoid()]==])
+doc("vol.pointwise", [==[
+vol.pointwise(x, steps) -> tensor
+  The steps applied to each value of the float32 tensor x in turn, in one pass: exactly what the
+  ops give one by one (x:relu() * 2 + b ...), without a pass over the tensor per op. A step is a
+  name or a table {name, args...}:
+    "neg", "abs", "relu", "tanh", "sigmoid", "exp", "log", "sqrt", "silu", "mish", "hardswish",
+    "hardsigmoid"; {"gelu", approximate}, {"softplus", beta, threshold}, {"elu", alpha},
+    {"leaky_relu", negative_slope}, {"hardtanh", min_val, max_val}, {"clamp", min, max}
+    (arguments and defaults as the functions of the same names; a nil bound: none);
+    {"add", v}, {"sub", v}, {"mul", v}, {"div", v}, {"maximum", v}, {"minimum", v}: x op v, v a
+    number or a tensor of one value per channel that broadcasts along one dim, e.g. (C, 1, 1, 1);
+    {"rsub", s}, {"rdiv", s}: s - x, s / x for a number s. At most 8 steps.
+  The convolutions take the same list as their `epilogue` option.
+  Example: y = vol.pointwise(x, {{"clamp", -1, nil}, {"div", 2}, {"add", bias_c111}, "tanh"})]==])
 doc("vol.clamp", [==[
 vol.clamp(x, min, max), x:clamp(min, max) -> tensor
   As torch.clamp: min(max(x, min), max); either bound may be nil (not both); NaN stays NaN;

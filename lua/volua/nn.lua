@@ -11,6 +11,10 @@
 -- Sequential:forward_mean(x) does the same for a Sequential that ends in Conv3d -> GroupNorm
 -- and returns the per-sample mean (N). Setting `m.fuse = false` on a Sequential runs the three
 -- ops one by one instead (same numbers within float32 rounding).
+-- Sequential:forward also runs the pointwise modules (ReLU, LeakyReLU, Tanh, GELU, ...) that
+-- follow a Conv3d or ConvTranspose3d as the convolution's epilogue (vol.conv3d's `epilogue`
+-- option: the same numbers to the bit, without a pass over the output per module); `m.fuse =
+-- false` turns that off too.
 local vol = require "volua"
 
 local nn = {}
@@ -471,8 +475,11 @@ function Conv3d:conv_args()
           groups = self.groups, padding_mode = self.padding_mode}
 end
 
-function Conv3d:forward(x)
-  return vol.conv3d(x, self.weight, self.bias, self:conv_args())
+-- epilogue: vol.conv3d's option (a list of pointwise steps applied to the output), or nil.
+function Conv3d:forward(x, epilogue)
+  local a = self:conv_args()
+  a.epilogue = epilogue
+  return vol.conv3d(x, self.weight, self.bias, a)
 end
 
 Conv3d.extra_repr = conv_extra_repr
@@ -513,10 +520,11 @@ function ConvTranspose3d.new(in_channels, out_channels, kernel_size, opts)
   return self
 end
 
-function ConvTranspose3d:forward(x)
+-- epilogue: as Conv3d:forward's.
+function ConvTranspose3d:forward(x, epilogue)
   return vol.conv_transpose3d(x, self.weight, self.bias, {
     stride = self.stride, padding = self.padding, output_padding = self.output_padding,
-    dilation = self.dilation, groups = self.groups})
+    dilation = self.dilation, groups = self.groups, epilogue = epilogue})
 end
 
 ConvTranspose3d.extra_repr = conv_extra_repr
@@ -813,6 +821,8 @@ function ReLU:forward(x)
 end
 
 function ReLU:extra_repr() return self.inplace and "inplace=True" or "" end
+-- The module as a step of vol.pointwise (Sequential fuses it into a convolution before it).
+function ReLU:pointwise_step() return "relu" end
 
 -- -- activations (Tanh, Sigmoid, GELU, SiLU, Mish, Softplus, ELU, LeakyReLU, Hardtanh, Hardswish,
 -- Hardsigmoid): PyTorch's constructor arguments, in its order, defaults and repr; each forward is
@@ -902,6 +912,19 @@ activation("Hardtanh", {{"min_val", -1.0}, {"max_val", 1.0}}, true,
              end
            end)
 
+-- Each as a step of vol.pointwise (Sequential:forward fuses such modules after a convolution into
+-- its epilogue).
+function nn.Tanh:pointwise_step() return "tanh" end
+function nn.Sigmoid:pointwise_step() return "sigmoid" end
+function nn.SiLU:pointwise_step() return "silu" end
+function nn.Mish:pointwise_step() return "mish" end
+function nn.Hardswish:pointwise_step() return "hardswish" end
+function nn.Hardsigmoid:pointwise_step() return "hardsigmoid" end
+function nn.Softplus:pointwise_step() return {"softplus", self.beta, self.threshold} end
+function nn.ELU:pointwise_step() return {"elu", self.alpha} end
+function nn.LeakyReLU:pointwise_step() return {"leaky_relu", self.negative_slope} end
+function nn.Hardtanh:pointwise_step() return {"hardtanh", self.min_val, self.max_val} end
+
 -- nn.GELU([approximate="none"]): "none" (erf) or "tanh".
 local GELU = class("GELU")
 nn.GELU = GELU
@@ -921,6 +944,7 @@ function GELU:forward(x)
   return vol.gelu(x, self.approximate)
 end
 function GELU:extra_repr() return "approximate='" .. self.approximate .. "'" end
+function GELU:pointwise_step() return {"gelu", self.approximate} end
 getmetatable(GELU).__call = function(_, ...) return GELU.new(...) end
 
 do -- help texts for the activation modules
@@ -1180,9 +1204,22 @@ local function fused(conv, gn, x)
   return vol.conv3d_group_norm_mean(x, conv.weight, conv.bias, gn.num_groups, gn.weight, gn.bias, a)
 end
 
+-- The pointwise modules (those with a pointwise_step: ReLU, Tanh, LeakyReLU, ...) right after
+-- child i, at most 8 (a chain's length): their steps, and the index of the last.
+local function pointwise_run(ch, i)
+  local steps, j = {}, i
+  while j + 1 <= #ch and #steps < 8 and ch[j + 1].module.pointwise_step do
+    j = j + 1
+    steps[#steps + 1] = ch[j].module:pointwise_step()
+  end
+  return steps, j
+end
+
 -- Runs the children in order; each gets the previous one's (first) result, and the last
--- one's results are returned. Conv3d -> GroupNorm -> Mean (over all but the batch) runs
--- fused unless self.fuse is false.
+-- one's results are returned. Unless self.fuse is false: Conv3d -> GroupNorm -> Mean (over
+-- all but the batch) runs as vol.conv3d_group_norm_mean, and a Conv3d or ConvTranspose3d
+-- followed by pointwise modules (ReLU, LeakyReLU, Tanh, ...) runs them as the convolution's
+-- epilogue (the same numbers, without a pass over the output per module).
 function Sequential:forward(x)
   local ch = self._children
   local n = #ch
@@ -1190,10 +1227,17 @@ function Sequential:forward(x)
   while i <= n do
     -- anything but a tensor goes to the child, whose own check names it
     local nd = is_tensor(x) and x:dim()
+    local m = ch[i].module
+    local conv = self.fuse and nd and (getmetatable(m) == Conv3d or getmetatable(m) == ConvTranspose3d)
+    local steps, last
+    if conv then steps, last = pointwise_run(ch, i) end
     if self.fuse and nd and i + 2 <= n and fusable(ch[i].module, ch[i + 1].module, nd) and
        is_sample_mean(ch[i + 2].module, nd) then
       x = fused(ch[i].module, ch[i + 1].module, x)
       i = i + 3
+    elseif conv and #steps > 0 then
+      x = m:forward(x, steps)
+      i = last + 1
     elseif i == n then
       return ch[i].module:forward(x)
     else

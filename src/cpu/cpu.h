@@ -78,4 +78,8 @@ int volua_cpu_adaptive_avg_pool3d(const volua_adaptive_pool3d_geom *g, const flo
 int volua_cpu_adaptive_max_pool3d(const volua_adaptive_pool3d_geom *g, const float *x, float *y,
                                   int64_t *indices, char *err);
 
+/* pointwise.c: steps [first, c->n) of a pointwise chain on the n values x into y (y may be x),
+ * each step as its op alone (the elementwise functions above), one after another. */
+int volua_cpu_pointwise(const volua_pw_chain *c, int first, int64_t n, const float *x, float *y, char *err);
+
 #endif

@@ -234,6 +234,13 @@ int volua_conv3d(volua_tensor *out, const volua_tensor *x, const volua_tensor *w
   const int64_t shape[5] = {g.N, g.C_out, g.out[0], g.out[1], g.out[2]};
   if (volua_tensor_alloc_result(out, "conv3d", "output", 5, shape, VOLUA_FLOAT32, x->device, err))
     return 1;
+  /* the epilogue: checked against the output before anything runs; fused where the kernel can */
+  volua_pw_chain epi;
+  const int has_epi = a->epilogue && a->epilogue->n > 0;
+  if (has_epi && volua_pointwise_resolve(&epi, "conv3d: epilogue", out, a->epilogue, err)) {
+    volua_tensor_free(out);
+    return 1;
+  }
   int rc = 0;
   if (volua_tensor_numel(out) > 0) { /* N = 0: an empty result, as PyTorch */
     const float *xp = volua_tensor_f32(&xb), *wp = volua_tensor_f32(weight);
@@ -241,13 +248,17 @@ int volua_conv3d(volua_tensor *out, const volua_tensor *x, const volua_tensor *w
     float *yp = volua_tensor_f32(out);
     if (x->device == VOLUA_DEVICE_CPU) {
       rc = volua_cpu_conv3d(&g, xp, wp, bp, yp, err);
+      if (rc == 0 && has_epi) rc = volua_pointwise_apply(out, &epi, 0, "conv3d: epilogue", err);
     } else {
 #ifdef VOLUA_CUDA
       /* the weight of this call, for its prepared layout kept across calls (src/cuda.c) */
       volua_cuda_weight_id_set(wp, weight->storage->id, weight->storage->version);
+      volua_cuda_epilogue_offer(has_epi ? &epi : NULL);
       rc = volua_cuda_conv3d(&g, xp, wp, bp, yp, volua_get_math(), (cudaStream_t)volua_cuda_stream(),
                              err);
+      const int fused = volua_cuda_epilogue_end(); /* the first steps, applied by the kernel */
       volua_cuda_weight_id_clear();
+      if (rc == 0 && has_epi) rc = volua_pointwise_apply(out, &epi, fused, "conv3d: epilogue", err);
 #else
       snprintf(err, VOLUA_ERR_MAX, "conv3d: volua was built without CUDA");
       rc = 1;

@@ -122,7 +122,7 @@ int volua_binary(volua_tensor *out, const volua_tensor *a, const volua_tensor *b
 }
 
 /* Whether s is a float power of two whose reciprocal is a float too (s = +-2^k, -127 <= k <= 127). */
-static int exact_reciprocal(double s) {
+int volua_exact_reciprocal(double s) {
   int e;
   if (!isfinite(s) || s == 0.0 || (double)(float)s != s) return 0;
   return fabs(frexp(s, &e)) == 0.5 && fabs(s) >= 0x1p-127 && fabs(s) <= 0x1p127;
@@ -142,7 +142,7 @@ int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volu
   /* x / 2^k is x * 2^-k to the bit (the exact quotient is the exact product, rounded once either
    * way; 2^-k a float: |s| >= 2^-127): the multiply is the cheaper map on the GPU (run s37r4, 868 M
    * values: x / 2 took 2.28 ms, a map at the copy rate 1.67) */
-  if (op == VOLUA_BIN_DIV && !scalar_first && a->dtype == VOLUA_FLOAT32 && exact_reciprocal(s)) {
+  if (op == VOLUA_BIN_DIV && !scalar_first && a->dtype == VOLUA_FLOAT32 && volua_exact_reciprocal(s)) {
     op = VOLUA_BIN_MUL;
     s = 1.0 / s;
   }
