@@ -408,7 +408,9 @@ extern "C" int volua_cuda_conv3d_tc(const volua_conv3d_geom *g, const float *x, 
   }
   if (!tc_plan_store(p, math == VOLUA_MATH_FP32, EPI_STORE, env)) return VOLUA_FAST_NOT_APPLICABLE;
   tc_plan_ksplit(p, math == VOLUA_MATH_FP32, env);
-  volua_cuda_epilogue_take(&p.epi, g->C_out, g->out[0] * g->out[1] * g->out[2]); // every output is stored by it
+  // every output is stored by it: it takes the epilogue where a fused kernel exists (tc_launch_epi)
+  if (p.groups == 1 && p.ksplit <= 1 && tc_epi_worth(p))
+    volua_cuda_epilogue_take(&p.epi, g->C_out, g->out[0] * g->out[1] * g->out[2]);
   float *ksws = tc_ksplit_scratch(p, err); // split K: the parts' sums, then the units' counts
   float *wprep = NULL;
   if (tc_prep_weights(p, conv3d_weights(g, w), &wprep, s, op, err)) {

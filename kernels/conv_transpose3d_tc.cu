@@ -343,8 +343,9 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
         float *wprep = NULL;
         if (tc_prep_phases(p, m, g, &wprep, s, op, err, dense ? 0 : xn / 16)) return 1;
         p.wprep = wprep;
-        // every output is one of the GEMM's (every phase live): it can take the epilogue
-        volua_cuda_epilogue_take(&p.epi, g->C_out, g->out[0] * g->out[1] * g->out[2]);
+        // every output is one of the GEMM's (every phase live): it takes the epilogue where a fused
+        // kernel exists (tc_launch_epi: one group)
+        if (p.groups == 1 && tc_epi_worth(p)) volua_cuda_epilogue_take(&p.epi, g->C_out, g->out[0] * g->out[1] * g->out[2]);
         int rc = tc_launch_phases(p, env, s, op, err);
         tc_weights_free(wprep);
         if (rc == 0 && !dense) rc = volua_cuda_conv_transpose3d_redo(g, x, w, b, y, math, flag, stamp, s, err);
@@ -475,9 +476,11 @@ extern "C" int volua_cuda_conv_transpose3d_tc(const volua_conv_transpose3d_geom 
       }
 
   // -- the epilogue: where the GEMMs' stores write every output (nothing set first or filled after,
-  // no dead columns), each launch applies the same first steps ----
-  if (!fill_first && !need_fill && epi == EPI_STORE && nplans > 0 &&
-      volua_cuda_epilogue_take(&plans[0].epi, g->C_out, all_out))
+  // no dead columns) and a fused kernel exists for each plan (tc_launch_epi: one group, K whole),
+  // each launch applies the same first steps ----
+  bool fusable = !fill_first && !need_fill && epi == EPI_STORE && nplans > 0;
+  for (int i = 0; i < nplans; i++) fusable = fusable && plans[i].groups == 1 && plans[i].ksplit <= 1 && tc_epi_worth(plans[i]);
+  if (fusable && volua_cuda_epilogue_take(&plans[0].epi, g->C_out, all_out))
     for (int i = 1; i < nplans; i++) plans[i].epi = plans[0].epi;
 
   // -- the outputs set first, the phases' GEMMs, or the GEMMs and the fill ----

@@ -95,9 +95,6 @@ struct Params {
   tc_tmap tmap;
   const float *x, *wprep, *bias;
   float *y;
-  // EPI_STORE and EPI_PHASES: the first steps of a pointwise chain applied to each value after the
-  // bias, in registers (tc_epi_apply; volua_cuda_epilogue_take); n 0: none
-  volua_pw_chain epi;
   double *partials; // EPI_STATS: (N, parts, C_out, 2) sums of v and v*v
   // EPI_STATS, the fused op's finish: blocks that have written their partial sums of sample n, in
   // done[n] (zeroed by tc_prep_kernel); the last applies GroupNorm (gn_groups groups, gn_S outputs
@@ -167,6 +164,10 @@ struct Params {
   // with kks k-steps per kw, and c4 = ceil(Q2 / 4) pairs per output row (div_c4 divides by it).
   int kwil, kks, c4;
   TcDiv div_c4;
+  // EPI_STORE and EPI_PHASES, the FUSE kernels: the first steps of a pointwise chain applied to each
+  // value after the bias, in registers (tc_epi_apply; volua_cuda_epilogue_take); n 0: none. (Last,
+  // so that the other fields keep the offsets they had before it.)
+  volua_pw_chain epi;
 };
 
 // -- device side ----
@@ -573,6 +574,16 @@ TC_DEVICE void tc_epi_apply(const Params &p, float (&acc)[WM][WN][4], float (&co
   }
 }
 
+// Whether a plan takes a fused epilogue (the caller then offers it to volua_cuda_epilogue_take):
+// in math "fp32" only where K (a position's products) is at most 512. The split-TF32 kernels with
+// the epilogue run their k-loop slower (more registers): measured on the H200 (run s38r9), L2-77's
+// 64 -> 128 k5 (K 8000) took 9.81 ms with it against 9.09 plain and 0.12 for the pass, L2-61's k3
+// (K 1728) 0.2 ms more; at K 216 (L2-90's 8 -> 64 k3) 2.89 against 2.51 plain and 0.84 for the pass,
+// and L2-100's W pairs (K up to 512) 7.16 against 7.21 plain and 1.65 for the pass.
+static inline bool tc_epi_worth(const Params &p) {
+  return p.E != 4 || p.C_in * p.taps[0] * p.taps[1] * p.taps[2] <= 512;
+}
+
 // EPI_STATS: a tile's values (tc_each_value's walk) added to a thread's per-channel double sums of
 // v and v * v, without the bias: nvals counts the values each channel got, and tc_conv_kernel adds
 // the bias's terms once a block. In "tf32" a channel's 2 WM values of the tile are summed in float
@@ -739,7 +750,8 @@ TC_DEVICE void tc_gn_finish(const Params &p, int64_t n, int parts, int lane) {
 // 1.5 to 3.5 % on the H200). KS: split K (Params::ksplit; EPI_STORE, one team, one sub-GEMM, no
 // groups): a block takes one part of each of its tiles' channel chunks, and the part that
 // finishes a tile last adds the parts before the epilogue.
-template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1, bool KS = false>
+template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1, bool KS = false,
+          bool FUSE = false>
 TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
     tc_conv_kernel(TC_GRID_CONST Params p) {
   TC_SMEM_DECL(smem);
@@ -1067,7 +1079,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       const int ovol = (int)(p.out[0] * p.plane);
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
-      if (EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+      if (FUSE && EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
         tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
                                     [&](int j, int e) -> int64_t { return co0 + j * 8 + e; });
         bias = nullptr;
@@ -1090,7 +1102,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       const int O1 = (int)p.out[1], O2 = (int)p.out[2];
       const int64_t plane = p.out[1] * p.out[2];
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
-      if (p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+      if (FUSE && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
         const int64_t cs = 8 / p.nph, cb0 = cs * (int64_t)cb * WN;
         tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
                                     [&](int j, int e) -> int64_t { return cb0 + cs * j + (p.phq[2 * t + e] >> 24); });
@@ -1148,7 +1160,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       const int64_t O0 = p.out[0], O1 = p.out[1], O2 = p.out[2];
       const int64_t cstep = 8 / p.nph, cbase = cstep * (int64_t)cb * WN; // column 8j + 2t + e: as above, by p.phq
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
-      if (p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+      if (FUSE && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
         tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
                                     [&](int j, int e) -> int64_t { return cbase + cstep * j + (p.phq[2 * t + e] >> 24); });
         bias = nullptr;
@@ -1180,7 +1192,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
       const int od = (int)(qd * p.ostep[0] + p.oofs[0]), oh0 = (int)(qh0 * p.ostep[1] + p.oofs[1]);
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
-      if (EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+      if (FUSE && EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
         tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
                                     [&](int j, int e) -> int64_t { return co0 + j * 8 + e; });
         bias = nullptr;
@@ -1257,7 +1269,7 @@ TC_GLOBAL void TC_BOUNDS(TC_WARPS * 32, TC_MIN_BLOCKS(EPI, SPLIT, WM, WN))
           rowoff[i][h] = (od * p.out[1] + (qh0 + dq[i][h]) * p.ostep[1] + p.oofs[1]) * p.out[2];
       const int64_t co0 = (int64_t)cb * BN + 2 * t;
       const float *bias = GR && p.bias ? p.bias + (int64_t)grp * p.C_out : p.bias; // this group's
-      if (EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
+      if (FUSE && EPI != EPI_WBOX && p.epi.n) { // the fused epilogue (tc_epi_apply); the stores below add no bias
         tc_epi_apply<WM, WN, SPLIT>(p, acc, corr, bias, GR ? (int64_t)grp * p.C_out : 0,
                                     [&](int j, int e) -> int64_t { return co0 + j * 8 + e; });
         bias = nullptr;
@@ -1879,6 +1891,7 @@ static inline void tc_report(const Params &p, const char *op, int epi, int64_t g
   char more[160] = ""; // the patch's rows and pitches, the parts of K, and the two sub-GEMMs' taps along W
   snprintf(more, sizeof more, ", patch %d rows x %d (plane %d)", p.prow, p.pitch_w, p.pitch_d);
   if (p.ksplit > 1) snprintf(more + strlen(more), sizeof more - strlen(more), ", K in %d parts", p.ksplit);
+  if (p.epi.n > 0) snprintf(more + strlen(more), sizeof more - strlen(more), ", epilogue of %d step(s)", p.epi.n);
   if (p.nsub == 2)
     snprintf(more + strlen(more), sizeof more - strlen(more), ", 2 sub-GEMMs (W taps %lld, %lld)",
              (long long)p.sub_taps2[0], (long long)p.sub_taps2[1]);
@@ -1906,9 +1919,10 @@ static inline int tc_launch_kernel(void (*kernel)(const Params), tc_dim3 grid, s
   return 0;
 }
 
-template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1, bool KS = false>
+template <int WM, int WN, bool SPLIT, int EPI, int NSUB = 1, bool GR = false, int TEAMS = 1, bool KS = false,
+          bool FUSE = false>
 static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const char *op, char *err) {
-  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR, TEAMS, KS>;
+  void (*kernel)(const Params) = tc_conv_kernel<WM, WN, SPLIT, EPI, NSUB, GR, TEAMS, KS, FUSE>;
   if (p.teams != TEAMS) return tc_no_variant(p, op, err);
   p.nf_flag = NULL;
   if (SPLIT && EPI != EPI_STATS) volua_cuda_nf_get(&p.nf_flag, &p.nf_stamp);
@@ -1958,19 +1972,25 @@ static inline int tc_launch_main(Params &p, const Env &env, tc_stream s, const c
 // Groups > 1 come in 32 channels per block only (tc_plan_store_wm): a group's output channels are
 // often few, and each variant is a kernel to compile. KS: the split-K kernels (tc_launch_ksplit,
 // which leaves only one team and one group to this dispatch).
-template <int WM, bool SPLIT, int EPI, class P, int NSUB = 1, bool KS = false>
+// FUSE: the kernels with the fused epilogue (Params::epi), a separate instantiation (its code in
+// the plain kernels cost them registers, spills in five, and 2-5 % of their "fp32" time on the
+// H200, run s38r5); they exist for one group and K whole only.
+template <int WM, bool SPLIT, int EPI, class P, int NSUB = 1, bool KS = false, bool FUSE = false>
 static inline int tc_launch_store_wn(P &p, const Env &env, tc_stream s, const char *op, char *err) {
   if constexpr (TC_TEAMABLE(EPI, SPLIT, WM, NSUB, 1))
     if (p.teams == 2 && p.groups == 1) switch (p.BN / 8) {
-      case 4: return tc_launch_main<WM, 4, SPLIT, EPI, NSUB, false, 2>(p, env, s, op, err);
-      case 8: return tc_launch_main<WM, 8, SPLIT, EPI, NSUB, false, 2>(p, env, s, op, err);
+      case 4: return tc_launch_main<WM, 4, SPLIT, EPI, NSUB, false, 2, false, FUSE>(p, env, s, op, err);
+      case 8: return tc_launch_main<WM, 8, SPLIT, EPI, NSUB, false, 2, false, FUSE>(p, env, s, op, err);
       default: return tc_no_variant(p, op, err);
       }
-  if (p.groups > 1)
-    return p.BN == 32 ? tc_launch_main<WM, 4, SPLIT, EPI, NSUB, true>(p, env, s, op, err) : tc_no_variant(p, op, err);
+  if (p.groups > 1) {
+    if constexpr (!FUSE)
+      return p.BN == 32 ? tc_launch_main<WM, 4, SPLIT, EPI, NSUB, true>(p, env, s, op, err) : tc_no_variant(p, op, err);
+    return tc_no_variant(p, op, err);
+  }
   switch (p.BN / 8) {
-  case 4: return tc_launch_main<WM, 4, SPLIT, EPI, NSUB, false, 1, KS>(p, env, s, op, err);
-  case 8: return tc_launch_main<WM, 8, SPLIT, EPI, NSUB, false, 1, KS>(p, env, s, op, err);
+  case 4: return tc_launch_main<WM, 4, SPLIT, EPI, NSUB, false, 1, KS, FUSE>(p, env, s, op, err);
+  case 8: return tc_launch_main<WM, 8, SPLIT, EPI, NSUB, false, 1, KS, FUSE>(p, env, s, op, err);
   default: return tc_no_variant(p, op, err);
   }
 }
@@ -1987,13 +2007,24 @@ static inline int tc_launch_stats_wn(P &p, const Env &env, tc_stream s, const ch
 }
 
 // The (WM, math) pairs that exist for an epilogue: WM 2 in both maths, WM 4 in math "tf32" only.
+template <int EPI, int NSUB, bool KS, bool FUSE, class P>
+static inline int tc_launch_epi_wm(P &p, const Env &env, tc_stream s, const char *op, char *err) {
+  const bool split = p.E == 4;
+  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI, P, NSUB, KS, FUSE>(p, env, s, op, err);
+  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI, P, NSUB, KS, FUSE>(p, env, s, op, err);
+  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI, P, NSUB, KS, FUSE>(p, env, s, op, err);
+  return tc_no_variant(p, op, err);
+}
+// With a fused epilogue (p.epi.n > 0: the caller took steps, volua_cuda_epilogue_take, only for
+// plans these kernels cover: one group, K whole; W pairs too), its kernels; else the plain ones.
 template <int EPI, int NSUB = 1, bool KS = false, class P>
 static inline int tc_launch_epi(P &p, const Env &env, tc_stream s, const char *op, char *err) {
-  const bool split = p.E == 4;
-  if (split && p.WM == 2) return tc_launch_store_wn<2, true, EPI, P, NSUB, KS>(p, env, s, op, err);
-  if (!split && p.WM == 2) return tc_launch_store_wn<2, false, EPI, P, NSUB, KS>(p, env, s, op, err);
-  if (!split && p.WM == 4) return tc_launch_store_wn<4, false, EPI, P, NSUB, KS>(p, env, s, op, err);
-  return tc_no_variant(p, op, err);
+  if (p.epi.n > 0) {
+    if constexpr ((EPI == EPI_STORE || (EPI == EPI_PHASES && NSUB == 1)) && !KS)
+      if (p.groups == 1) return tc_launch_epi_wm<EPI, NSUB, KS, true>(p, env, s, op, err);
+    return tc_no_variant(p, op, err);
+  }
+  return tc_launch_epi_wm<EPI, NSUB, KS, false>(p, env, s, op, err);
 }
 
 // EPI_STORE or EPI_WBOX. WBOX: whether the caller may ask for EPI_WBOX (conv3d never does: its .cu
