@@ -63,7 +63,6 @@ extern "C" int volua_cuda_epilogue_take(volua_pw_chain *dst, int64_t C, int64_t 
   if (n) emu_taken = n;
   return n;
 }
-extern "C" int volua_cuda_epilogue_taken(void) { return emu_taken; }
 extern "C" int volua_cuda_epilogue_redo(int64_t n, float *y, const int *flag, int stamp, void *, char *) {
   if (!emu_taken || *flag != stamp) return 0;
   for (int64_t i = 0; i < n; i++)

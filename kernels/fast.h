@@ -104,10 +104,9 @@ int volua_cuda_nf_end(int **flag, int *stamp);
  * output goes through its store epilogue takes the chain's first steps that it can apply in its
  * registers (pointwise.cuh's pw_cheap; a channel step only for an output of C channels of S values
  * each) into dst, and returns how many (0: none offered, or the first cannot be taken). Every
- * launch of one call takes the same steps. volua_cuda_epilogue_taken: how many were taken in this
- * call (a redo of the output must apply them after it: volua_cuda_pointwise with a gate). */
+ * launch of one call takes the same steps (a redo of the output applies them after it:
+ * volua_cuda_epilogue_redo). */
 int volua_cuda_epilogue_take(volua_pw_chain *dst, int64_t C, int64_t S);
-int volua_cuda_epilogue_taken(void);
 /* After a gated redo of a convolution's n outputs y (the plain output): the steps taken, gated on
  * the same flag and stamp (nothing where none were taken). */
 int volua_cuda_epilogue_redo(int64_t n, float *y, const int *flag, int stamp, cudaStream_t s, char *err);

@@ -47,8 +47,6 @@ extern "C" int volua_cuda_epilogue_take(volua_pw_chain *dst, int64_t C, int64_t 
   return n;
 }
 
-extern "C" int volua_cuda_epilogue_taken(void) { return taken; }
-
 extern "C" int volua_cuda_epilogue_redo(int64_t n, float *y, const int *flag, int stamp, cudaStream_t s, char *err) {
   if (!taken || !offered) return 0;
   return volua_cuda_pointwise(offered, 0, taken, n, y, y, flag, stamp, s, err);

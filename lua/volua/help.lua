@@ -326,7 +326,8 @@ vol.min(x, dim [, keepdim=false]) -> values, indices
   As torch.min(x, dim); as vol.max.
   Example: v, i = x:min(-1, true)]==])
 -- activations and clamp (each also a method: x:gelu("tanh") is vol.gelu(x, "tanh")), maximum, minimum
-section("Activations and elementwise", "float32; each also a method, x:tanh() is vol.tanh(x)")
+section("Activations and elementwise",
+        "each also a method (x:tanh() is vol.tanh(x)) but maximum, minimum and pointwise; int64 rules per function")
 doc("vol.tanh", [==[
 vol.tanh(x), x:tanh() -> tensor
   tanh elementwise, as torch.tanh; int64 inputs give float32.
