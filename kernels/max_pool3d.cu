@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common.cuh"
+#include "pool_tiles.cuh"
 
 // The input positions of one window along one dim: start, start + dilation, ... < end. Positions
 // in the padding are skipped by moving start forward a whole number of dilations, so start may
@@ -528,35 +529,9 @@ static __global__ void __launch_bounds__(256) max_pool3d_slab_kernel(volua_pool3
 // the winners over w; it starts, as the plane kernel's scan, from -inf at the window's first
 // position past the padding (a -inf tap never replaces it).
 #define POOL_STREAM_RT 4
-// A block's tile (the stream and ring kernels), by the launcher's code TILE: 4, 2, 1 for WX warps
-// across, 32 lanes a row and RT0 rows a thread; 16 for one warp across, 16 lanes a row (a warp
-// takes two rows) and one row a thread, for outputs of 16 columns or fewer. 8 / WX warps down.
-template <int TILE, int RT0>
-struct PoolTile {
-  static constexpr int WX = TILE == 16 ? 1 : TILE, LW = TILE == 16 ? 16 : 32, RT = TILE == 16 ? 1 : RT0;
-  static constexpr int LS = 32 / LW, WY = 8 / WX, TH = WY * LS * RT, TW = LW * WX;
-};
-// A buffer's pitch from `base` floats: with 16 lanes a row, one where the warp's two rows (`step`
-// rows apart) fall on the two halves of the banks.
-__host__ __device__ constexpr int pool_pitch(int base, int step, bool half) {
-  if (half)
-    while ((step * base) % 32 != 16) base += 4;
-  return base;
-}
 struct StreamGeom {
   int tiles_w, tiles_h, dchunk; // blockIdx.x: (D chunk, row tile, column tile), column fastest
 };
-
-__device__ __forceinline__ void pool_cp_async16(float *dst, const float *src) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(src) : "memory");
-}
-__device__ __forceinline__ void pool_cp_async4(float *dst, const float *src) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(a), "l"(src) : "memory");
-}
-__device__ __forceinline__ void pool_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void pool_cp_wait1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
 // The scan's step: (v, k) replaces (best, bk) when v is greater or NaN.
 __device__ __forceinline__ void pool_step(float &best, int &bk, float v, int k) {
@@ -817,7 +792,7 @@ static __global__ void __launch_bounds__(256) max_pool3d_ring_kernel(volua_pool3
   const int64_t OHW = (int64_t)OH * OW;
   for (int od = od0; od < od1; od++) {
     const int e0 = od * sD - pD;
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    pool_cp_wait0();
     __syncthreads(); // od's slices are in; every thread is done with od - 1's
     if (od + 1 < od1) stage(e0 + sD, e0 + sD + span); // the next output depth's slices, beside this one's work
     float best[RT];
@@ -1004,41 +979,6 @@ static int64_t slab_depths(const volua_pool3d_geom *g, SlabGeom *sg) {
   return R;
 }
 
-// Blocks in the stream or ring kernel's grid (G: StreamGeom or RingGeom) for OD output depths of a
-// plane.
-template <typename G>
-static int64_t pool_tiles_blocks(const G *t, int64_t OD) {
-  return (int64_t)t->tiles_w * t->tiles_h * ((OD + t->dchunk - 1) / t->dchunk);
-}
-
-// The stream and ring kernels' tiles (PoolTile<TILE, RT0>) for g's outputs, into t's tiles_w,
-// tiles_h and dchunk: *tile is PoolTile's code (4, 2, 1 for more than 64, 32, 16 output columns, 16
-// for fewer; left as it is where blockIdx.x would not fit), and a block's output depths are all of
-// its plane's, unless that leaves fewer blocks than the number `want` spells (NULL: 16 an SM, two
-// waves of 8): then chunks of 4 or more depths (each chunk reads the slices its first windows share
-// with the chunk before again).
-template <int RT0, typename G>
-static cudaError_t pool_tiles_plan(const volua_pool3d_geom *g, const char *want, G *t, int *tile) {
-  const int w = g->out[2] > 64 ? 4 : g->out[2] > 32 ? 2 : g->out[2] > 16 ? 1 : 16;
-  const int TH = w == 4   ? PoolTile<4, RT0>::TH
-                 : w == 2 ? PoolTile<2, RT0>::TH
-                 : w == 1 ? PoolTile<1, RT0>::TH
-                          : PoolTile<16, RT0>::TH;
-  const int TW = w == 16 ? 16 : 32 * w;
-  int sms = 0;
-  cudaError_t e = volua_sm_count(&sms);
-  if (e != cudaSuccess) return e;
-  const int64_t tiles_w = (g->out[2] + TW - 1) / TW, tiles_h = (g->out[1] + TH - 1) / TH, OD = g->out[0];
-  const int64_t blocks = tiles_w * tiles_h * g->planes, target = want ? atoll(want) : 16 * (int64_t)sms;
-  int64_t chunks = (target + blocks - 1) / blocks, most = (OD + 3) / 4;
-  if (chunks > most) chunks = most;
-  if (chunks < 1) chunks = 1;
-  const int64_t dchunk = (OD + chunks - 1) / chunks;
-  if (tiles_w * tiles_h * ((OD + dchunk - 1) / dchunk) >= ((int64_t)1 << 31)) return cudaSuccess;
-  t->tiles_w = (int)tiles_w, t->tiles_h = (int)tiles_h, t->dchunk = (int)dchunk;
-  *tile = w;
-  return cudaSuccess;
-}
 
 // The stream kernel's plan: *wx its tile (PoolTile's code: 4, 2, 1 for outputs of more than 64,
 // 32, 16 columns, 16 for fewer; 0 where it does not run) and its tiles. It runs on windows of
@@ -1093,15 +1033,6 @@ static cudaError_t ring_plan(const volua_pool3d_geom *g, RingGeom *rg, int *wx, 
   return pool_tiles_plan<POOL_RING_RT>(g, NULL, rg, wx);
 }
 
-// Raises KERNEL's dynamic shared-memory limit to `bytes`, once for each kernel instantiation.
-template <auto KERNEL>
-static cudaError_t pool_smem_limit(int bytes) {
-  static bool done = false;
-  if (done) return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  done = e == cudaSuccess;
-  return e;
-}
 
 // A kernel switch for measuring: off when the environment variable is "0".
 static int pool_switch_on(const char *name) {
