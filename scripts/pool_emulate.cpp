@@ -1,7 +1,8 @@
 // pool_emulate.cpp: the host side of scripts/pool_emulate.sh: a shim for the CUDA that
 // kernels/avg_pool3d.cu and adaptive_pool3d.cu use (thread indices, __ldg checked for bounds and
-// alignment, launches that run every thread in turn; common.cuh itself, its device intrinsics
-// stubbed), then random
+// alignment, launches that run every thread in turn; for the ring kernel, blocks whose threads are
+// fibers that meet at its barriers, shared memory and cp.async; common.cuh itself, its device
+// intrinsics stubbed), then random
 // geometries within PyTorch's rules, each run by the kernels' launchers and by the CPU references
 // and compared bit for bit (both add in double in the same order and divide the same way).
 #include <math.h>
@@ -10,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <functional>
 #include <random>
 #include <vector>
+
+#include <ucontext.h>
 
 #include <cuda_runtime.h> // cudaStream_t, float2, float4 (host definitions); before the shim's defines
 
@@ -58,9 +62,148 @@ template <class K, class... A> static void emu_launch(K kernel, unsigned grid, u
     }
 }
 
+// -- blocks whose threads share memory (avg_pool3d's ring kernel) ----
+//
+// Each thread of a block is a fiber (ucontext) that runs until its next __syncthreads or its end;
+// a barrier's epoch runs every waiting thread in turn, in ascending or (emu_reverse) descending
+// order, so either thread of a pair that a missing barrier would race runs first in one of the
+// two. The block's dynamic shared memory is poisoned first (3e38, which no sum of this module's
+// inputs hides) with a poisoned guard past its end, as the GPU leaves it holding anything. A
+// cp.async copy (pool_cp_async16/4) is checked for bounds and alignment on both sides, and lands
+// at its issue (emu_late 0: a copy that overwrote a buffer another thread still reads is seen
+// first) or at the wait_group that covers it (emu_late 1: a read of a buffer before its copies'
+// wait and barrier sees the old contents).
+static int emu_late, emu_reverse;
+static float *emu_shared;        // the block's dynamic shared memory
+static size_t emu_shared_floats; // its size (the launch's bytes / 4)
+static const float EMU_SMEM_POISON = 3e38f;
+struct emu_copy {
+  float *dst;
+  const float *src;
+  int floats, group;
+};
+struct emu_fiber {
+  ucontext_t ctx;
+  std::vector<char> stack;
+  bool done, at_barrier;
+  int committed; // groups committed so far; a copy belongs to the group open at its issue
+  std::vector<emu_copy> pending;
+};
+static std::vector<emu_fiber> emu_fibers;
+static ucontext_t emu_main;
+static int emu_cur = -1; // the fiber running, -1: none (emu_launch's kernels)
+static std::function<void()> emu_body;
+static long emu_barriers; // epochs run, over all blocks (the report's count)
+
+static void emu_fiber_entry() {
+  emu_body();
+  emu_fibers[emu_cur].done = true; // (uc_link returns to the scheduler)
+}
+
+static void emu_fail(const char *what) {
+  fprintf(stderr, "ring kernel: %s (block %u %u %u, thread %u)\n", what, blockIdx.x, blockIdx.y, blockIdx.z,
+          threadIdx.x);
+  abort();
+}
+
+static void __syncthreads() {
+  if (emu_cur < 0) return; // (emu_launch's kernels use none)
+  emu_fibers[emu_cur].at_barrier = true;
+  swapcontext(&emu_fibers[emu_cur].ctx, &emu_main);
+}
+
+static void emu_land(const emu_copy &c) { memcpy(c.dst, c.src, 4 * (size_t)c.floats); }
+
+static void emu_cp_async(float *dst, const float *src, int floats) {
+  const char *c = (const char *)src;
+  if (emu_cur < 0) emu_fail("cp.async outside a shared-memory block");
+  if (c < emu_lo || c + 4 * floats > emu_hi) emu_fail("a cp.async read out of bounds");
+  if (dst < emu_shared || dst + floats > emu_shared + emu_shared_floats)
+    emu_fail("a cp.async write past shared memory");
+  if ((uintptr_t)src % (4 * floats) || (uintptr_t)dst % (4 * floats)) emu_fail("a misaligned cp.async");
+  emu_fiber &f = emu_fibers[emu_cur];
+  const emu_copy cp = {dst, src, floats, f.committed};
+  if (emu_late) f.pending.push_back(cp);
+  else emu_land(cp);
+}
+static void pool_cp_async16(float *dst, const float *src) { emu_cp_async(dst, src, 4); }
+static void pool_cp_async4(float *dst, const float *src) { emu_cp_async(dst, src, 1); }
+static void pool_cp_commit() { emu_fibers[emu_cur].committed++; }
+static void emu_cp_wait(int newest) { // cp.async.wait_group newest: all but the newest committed groups land
+  emu_fiber &f = emu_fibers[emu_cur];
+  std::vector<emu_copy> keep;
+  for (const emu_copy &c : f.pending)
+    if (c.group < f.committed - newest) emu_land(c);
+    else keep.push_back(c);
+  f.pending.swap(keep);
+}
+static void pool_cp_wait0() { emu_cp_wait(0); }
+static void pool_cp_wait1() { emu_cp_wait(1); }
+
+static void emu_run_block(unsigned block) {
+  for (size_t i = 0; i < emu_shared_floats + 64; i++) emu_shared[i] = EMU_SMEM_POISON;
+  if (emu_fibers.size() < block) emu_fibers.resize(block);
+  for (unsigned t = 0; t < block; t++) {
+    emu_fiber &f = emu_fibers[t];
+    if (f.stack.empty()) f.stack.resize(256 * 1024);
+    f.done = f.at_barrier = false;
+    f.committed = 0;
+    f.pending.clear();
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack.data();
+    f.ctx.uc_stack.ss_size = f.stack.size();
+    f.ctx.uc_link = &emu_main;
+    makecontext(&f.ctx, emu_fiber_entry, 0);
+  }
+  for (;;) {
+    for (unsigned i = 0; i < block; i++) {
+      const unsigned t = emu_reverse ? block - 1 - i : i;
+      if (emu_fibers[t].done) continue;
+      emu_cur = (int)t;
+      threadIdx = {t, 0, 0};
+      swapcontext(&emu_main, &emu_fibers[t].ctx);
+    }
+    emu_cur = -1;
+    unsigned done = 0;
+    for (unsigned t = 0; t < block; t++) done += emu_fibers[t].done;
+    if (done == block) break;
+    if (done) emu_fail("some threads ended while others wait at a barrier");
+    for (unsigned t = 0; t < block; t++) emu_fibers[t].at_barrier = false;
+    emu_barriers++;
+  }
+  for (unsigned t = 0; t < block; t++) { // copies in flight at the end land (nothing reads them)
+    for (const emu_copy &c : emu_fibers[t].pending) emu_land(c);
+    emu_fibers[t].pending.clear();
+  }
+  for (size_t i = emu_shared_floats; i < emu_shared_floats + 64; i++)
+    if (memcmp(&emu_shared[i], &EMU_SMEM_POISON, 4)) emu_fail("a store past the block's shared memory");
+}
+
+static long emu_smem_launches;
+template <class K, class... A>
+static void emu_launch_smem(K kernel, dim3 grid, unsigned block, size_t bytes, A... args) {
+  gridDim = {grid.x, grid.y, grid.z};
+  blockDim = {block, 1, 1};
+  std::vector<float> smem(bytes / 4 + 64 + 4);
+  emu_shared = (float *)(((uintptr_t)smem.data() + 15) / 16 * 16);
+  emu_shared_floats = bytes / 4;
+  emu_body = [&] { kernel(args...); };
+  for (unsigned z = 0; z < grid.z; z++)
+    for (unsigned y = 0; y < grid.y; y++)
+      for (unsigned b = 0; b < grid.x; b++) {
+        blockIdx = {b, y, z};
+        emu_run_block(block);
+      }
+  emu_smem_launches++;
+}
+
+// what the kernels call of CUDA's device library and the ring kernel's launcher of the runtime
+static int min(int a, int b) { return a < b ? a : b; }
+static int max(int a, int b) { return a > b ? a : b; }
+template <class T> static cudaError_t cudaFuncSetAttribute(T *, cudaFuncAttribute, int) { return cudaSuccess; }
+
 // what common.cuh's device helpers call, never run here (the pools use none of them)
 template <class T> static T __shfl_down_sync(unsigned, T v, int) { return v; }
-static void __syncthreads() {}
 static float __uint_as_float(unsigned u) {
   float f;
   memcpy(&f, &u, 4);
@@ -85,6 +228,11 @@ volatile int volua_interrupted = 0;
 int volua_cpu_check_interrupt(const char *, char *) { return 0; }
 const char *volua_dtype_name(volua_dtype) { return "?"; }
 const char *volua_device_name(volua_device) { return "?"; }
+cudaError_t cudaGetDevice(int *d) { return *d = 0, cudaSuccess; }
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) { // an H100's SMs (the ring kernel's plan)
+  *v = a == cudaDevAttrMultiProcessorCount ? 132 : 0;
+  return cudaSuccess;
+}
 const char *volua_shape_str(int, const int64_t *, char *buf, size_t n) { return n ? (buf[0] = 0, buf) : buf; }
 int volua_tensor_alloc(volua_tensor *, int, const int64_t *, volua_dtype, volua_device, char *) { return 1; }
 void volua_tensor_free(volua_tensor *) {}
@@ -161,9 +309,50 @@ static void check_adaptive(volua_adaptive_pool3d_geom g, bool nonfinite) {
   }
 }
 
+// avg_pool3d's ring kernel (VOLUA_AVG_RING=1): windows of 3 x 3 at stride 2 along h and w with
+// 16 output columns or more, any window along d whose slices and stride fit its 8 buffers; rows of
+// whole float4 or not (odd widths, inputs 1 to 3 floats past a 16-byte boundary); few planes (the
+// plan then splits a plane's output depths into chunks) and many (up to 130: more blocks than
+// the plan's target); each case under one of the four schedules (copies early or late, threads
+// ascending or descending), each schedule a quarter of the cases.
+static void ring_trials(int trials) {
+  long ran = 0, before = emu_smem_launches;
+  for (int t = 0; t < trials; t++) {
+    volua_avg_pool3d_geom g = {};
+    volua_pool3d_geom &p = g.pool;
+    p.planes = irand(0, 5) ? irand(1, 4) : irand(20, 130);
+    p.kernel[0] = irand(1, 5), p.stride[0] = irand(1, 3), p.padding[0] = irand(0, p.kernel[0] / 2);
+    for (int i = 1; i < 3; i++) p.kernel[i] = 3, p.stride[i] = 2, p.padding[i] = irand(0, 1);
+    for (int i = 0; i < 3; i++) p.dilation[i] = 1;
+    p.in[0] = irand(p.kernel[0], p.kernel[0] + (p.planes > 4 ? 3 : 16));
+    p.in[1] = irand(3, p.planes > 4 ? 12 : 40);
+    p.in[2] = irand(0, 1) ? 4 * irand(8, p.planes > 4 ? 20 : 75) : irand(31, p.planes > 4 ? 80 : 300);
+    p.ceil_mode = (int)irand(0, 1);
+    for (int i = 0; i < 3; i++)
+      p.out[i] = volua_pool_output_size(p.in[i], p.kernel[i], p.stride[i], p.padding[i], 1, p.ceil_mode);
+    if (p.out[0] < 1 || p.out[1] < 1 || p.out[2] < 16) continue;
+    g.count_include_pad = (int)irand(0, 1);
+    static const int64_t divisors[] = {-3, 1, 5, 100};
+    g.divisor_override = irand(0, 3) ? 0 : divisors[irand(0, 3)];
+    emu_late = t & 1, emu_reverse = (t >> 1) & 1;
+    check_avg(g, irand(0, 3) ? 0 : (int)irand(1, 3), irand(0, 2) == 0);
+    ran++;
+  }
+  emu_late = emu_reverse = 0;
+  printf("avg_pool3d ring kernel: %ld cases, %ld by the ring kernel, %ld barrier epochs; %d failed so far\n", ran,
+         emu_smem_launches - before, emu_barriers, failures);
+  if (emu_smem_launches - before != ran) {
+    printf("avg_pool3d ring kernel: %ld of the cases did not take it\n", ran - (emu_smem_launches - before));
+    failures++;
+  }
+}
+
 int main(int argc, char **argv) {
   const int trials = argc > 1 ? atoi(argv[1]) : 20000;
   rng.seed(argc > 2 ? strtoull(argv[2], NULL, 10) : 20261128);
+  setenv("VOLUA_AVG_RING", "1", 1); // (off by default on the GPU until measured there)
+  ring_trials(trials / 50 > 20 ? trials / 50 : 20);
+  const long ring_before = emu_smem_launches;
   long tiled = 0, tiles_2 = 0, ran = 0;
   for (int t = 0; t < trials; t++) {
     volua_avg_pool3d_geom g = {};
@@ -210,7 +399,7 @@ int main(int argc, char **argv) {
     }
     check_adaptive(g, irand(0, 2) == 0);
   }
-  printf("avg_pool3d: %ld cases (%ld by the tiled kernel, %ld of them 2 x 2 x 2 tiles); adaptive: %d cases; "
-         "%d failed\n", ran, tiled, tiles_2, trials / 2, failures);
+  printf("avg_pool3d: %ld cases (%ld by the tiled kernel, %ld of them 2 x 2 x 2 tiles, %ld by the ring kernel); "
+         "adaptive: %d cases; %d failed\n", ran, tiled, tiles_2, emu_smem_launches - ring_before, trials / 2, failures);
   return failures != 0;
 }

@@ -610,6 +610,38 @@ describe("pooling family on the GPU against the CPU (seed " .. SEED .. ")", func
     end
   end)
 
+  it("avg_pool3d's k 3 s 2 shapes (the ring kernel's with VOLUA_AVG_RING=1): the same floats as the CPU", function()
+    -- The ring kernel (kernels/avg_pool3d.cu; off unless VOLUA_AVG_RING=1, as scripts/gpu_check.sh
+    -- runs this spec a second time) and the point kernel add each window's taps in double in the
+    -- CPU's (d, h, w) order, so the two agree to the bit. The cases, for the ring kernel: each
+    -- tile width (16, 32, 64, 128 columns; two tiles across), rows of whole float4 and not,
+    -- chunks of output depths (few planes), windows along D of 1 to 5 slices at strides 1 to 3,
+    -- padding, ceil_mode, both divisors and an override, NaN and inf.
+    local r = generator(SEED * 37 + 5)
+    local cases = {
+      {{2, 3, 9, 20, 64}, {kernel_size = 3, stride = 2, padding = 1}},  -- 32 columns
+      {{1, 2, 7, 33, 258}, {kernel_size = 3, stride = 2, padding = 1}}, -- 129 columns, rows not float4
+      {{1, 2, 9, 17, 256}, {kernel_size = 3, stride = 2, padding = 1}}, -- 128 columns, float4 rows
+      {{2, 2, 11, 40, 128}, {kernel_size = 3, stride = {1, 2, 2}, padding = 1, count_include_pad = false}},
+      {{1, 2, 9, 31, 100}, {kernel_size = {5, 3, 3}, stride = {3, 2, 2}, padding = {2, 0, 1}, ceil_mode = true,
+                            divisor_override = 7}},
+      {{1, 1, 6, 70, 40}, {kernel_size = {2, 3, 3}, stride = 2, padding = {0, 1, 0}, ceil_mode = true,
+                           count_include_pad = false}},
+      {{1, 3, 5, 9, 31}, {kernel_size = 3, stride = 2, padding = 1}},   -- 16 columns, rows not float4
+      {{2, 2, 6, 12, 32}, {kernel_size = 3, stride = 2, padding = 1, ceil_mode = true}}, -- 16 columns, float4
+      {{3, 40, 4, 18, 34}, {kernel_size = 3, stride = 2, padding = {1, 0, 1}}}, -- 120 planes
+      {{2, 2, 5, 21, 40}, {kernel_size = {1, 3, 3}, stride = {1, 2, 2}, padding = {0, 1, 1}}},
+      {{1, 2, 24, 10, 70}, {kernel_size = 3, stride = 2, padding = 1, count_include_pad = false,
+                            ceil_mode = true}},                         -- many output depths, few planes
+    }
+    for i, c in ipairs(cases) do
+      local x = vol.randn(c[1], {seed = r.seed()})
+      if i % 2 == 0 then sprinkle(x, r, 4) end
+      local what = ("avg_pool3d ring case %d %s %s (VOLUA_SEED=%d)"):format(i, show(c[1]), show(c[2]), SEED)
+      assert_same(avg_on(x, c[2], target), avg_on(x, c[2], "cpu"), what)
+    end
+  end)
+
   it("adaptive_avg_pool3d and adaptive_max_pool3d on random shapes, sizes, NaN, indices", function()
     random_trials("adaptive pools", 2, function(r)
       local shape = {r.int(0, 3), r.int(1, 4), r.int(1, 12), r.int(1, 12), r.int(1, 40)}
@@ -668,6 +700,18 @@ describe("pooling family on large tensors (VOLUA_TEST_LARGE=1)", function()
       got, want = nil, nil
       full_gc()
     end
+  end)
+
+  it("avg_pool3d on 2.18 G elements: k 3 s 2 p 1 (the ring kernel with VOLUA_AVG_RING=1; the second plane starts past 2^32 bytes), the CPU's floats", function()
+    local shape = {2, 2, 1024, 1024, 520}
+    local xg = vol.rand(shape, {seed = SEED + 2, device = "cuda"})
+    local x = xg:cpu()
+    local args = {kernel_size = 3, stride = 2, padding = 1}
+    local got = vol.avg_pool3d(xg, args):cpu()
+    xg = nil
+    full_gc()
+    local want = vol.avg_pool3d(x, args)
+    assert.equal(0, vol.max_abs_diff(got, want))
   end)
 
   it("adaptive pools on 2.18 G elements", function()
