@@ -35,10 +35,10 @@ ORDER = ["L1-43", "L1-77", "L1-60", "L1-66", "L2-23"]
 # Other 3D shapes, not issue 4's five (no floors, not in the geometric means): issue 4 asks that
 # they be no slower than PyTorch. Shapes of volumetric networks (U-Net levels, pooling, up- and
 # downsampling); run with the others unless PROBLEMS names a subset.
-EXTRA = ["X-pool-k3s1", "X-pool-k2s2", "X-conv-c32", "X-conv-s2", "X-convT-k2s2", "X-convT-k3s2"]
+EXTRA = ["X-avg-k3s2", "X-pool-k3s1", "X-pool-k2s2", "X-conv-c32", "X-conv-s2", "X-convT-k2s2", "X-convT-k3s2"]
 # other KernelBench level 1 3D problems (their files' shapes and arguments, as their models build them)
-KB_EXTRA = ["L1-54", "L1-59", "L1-58", "L1-61", "L1-68", "L1-70", "L1-72", "L1-73", "X-convT-g4", "X-conv-g4",
-            "X-conv-dw"]
+KB_EXTRA = ["L1-46", "L1-54", "L1-59", "L1-58", "L1-61", "L1-68", "L1-70", "L1-72", "L1-73", "X-convT-g4",
+            "X-conv-g4", "X-conv-dw"]
 EXTRA += KB_EXTRA
 # KernelBench level 2 3D problems made of volua's ops (their files' shapes and modules, run as a
 # volua script would write them: one op after the other; scripts/bench.lua's make_call)
@@ -422,6 +422,16 @@ def problems():
         "L2-23": dict(op="conv3d_group_norm_mean", shape=(128, 3, 24, 32, 32), seed=23,
                       make=ConvGnMean, args={"num_groups": 8, "eps": 1e-5},
                       desc="conv3d 3->24 k3 + GroupNorm(8,24) + mean (128,3,24,32,32)"),
+        # KernelBench level 1 problem 46 (its file's shape: 2^31 input elements; 8 GB of .npy in
+        # BENCH_DIR, and on the GPU 8 GB of input beside 16 GB for its float64 reference)
+        "L1-46": dict(op="avg_pool3d", shape=(16, 32, 128, 128, 256), seed=46,
+                      make=lambda: nn.AvgPool3d(kernel_size=3, stride=2, padding=1),
+                      args={"kernel_size": 3, "stride": 2, "padding": 1},
+                      desc="avg_pool3d (16,32,128,128,256) k3 s2 p1"),
+        "X-avg-k3s2": dict(op="avg_pool3d", shape=(16, 32, 64, 64, 64), seed=107,
+                           make=lambda: nn.AvgPool3d(kernel_size=3, stride=2, padding=1),
+                           args={"kernel_size": 3, "stride": 2, "padding": 1},
+                           desc="avg_pool3d (16,32,64,64,64) k3 s2 p1"),
         "X-pool-k3s1": dict(op="max_pool3d", shape=(16, 32, 64, 128, 128), seed=101,
                             make=lambda: nn.MaxPool3d(kernel_size=3, stride=1, padding=1),
                             args={"kernel_size": 3, "stride": 1, "padding": 1},

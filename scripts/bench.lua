@@ -191,6 +191,8 @@ local function make_call(p, t)
   local a = p.args
   if p.op == "max_pool3d" then
     return function() return vol.max_pool3d(t.x, a) end
+  elseif p.op == "avg_pool3d" then
+    return function() return vol.avg_pool3d(t.x, a) end
   elseif p.op == "conv3d" then
     return function() return vol.conv3d(t.x, t.weight, t.bias, a) end
   elseif p.op == "conv_transpose3d" then
