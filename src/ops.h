@@ -114,6 +114,13 @@ int volua_exact_reciprocal(double s);
 int volua_binary_scalar(volua_tensor *out, const volua_tensor *a, double s, volua_binop op,
                         int scalar_first, char *err);
 int volua_unary(volua_tensor *out, const volua_tensor *a, volua_unop op, char *err);
+/* clamp's float32 bounds as torch settles them (the backends see no NaN bound): both absent gives
+ * VOLUA_CLAMP_NO_BOUND (an error for the caller to word); both given with either NaN gives
+ * VOLUA_CLAMP_FILL_NAN (every element NaN: torch's clamp_out fills NaN); else VOLUA_CLAMP_RANGE,
+ * with an absent or lone NaN bound made -inf / +inf (torch's clamp_min / clamp_max: std::max(x,
+ * NaN) is x). Hardtanh's callers set both has_ flags first (it is clamp(min_val, max_val)). */
+enum { VOLUA_CLAMP_RANGE = 0, VOLUA_CLAMP_FILL_NAN, VOLUA_CLAMP_NO_BOUND };
+int volua_clamp_bounds(volua_unary_args *p);
 /* -- activations and clamp: the unary family with its parameters (args may be NULL for the ops
  * that take none); the dtype rules are torch's (src/ops/elementwise.c) ---- */
 int volua_unary_with_args(volua_tensor *out, const volua_tensor *a, volua_unop op,

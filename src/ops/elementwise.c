@@ -192,15 +192,22 @@ static int hardtanh_as_clamp(const char *fn, const volua_tensor *a, volua_unary_
   return 0;
 }
 
+int volua_clamp_bounds(volua_unary_args *p) {
+  if (!p->has_p0 && !p->has_p1) return VOLUA_CLAMP_NO_BOUND;
+  if (p->has_p0 && p->has_p1 && (isnan(p->p0) || isnan(p->p1))) return VOLUA_CLAMP_FILL_NAN;
+  if (!p->has_p0 || isnan(p->p0)) p->p0 = -INFINITY;
+  if (!p->has_p1 || isnan(p->p1)) p->p1 = INFINITY;
+  return VOLUA_CLAMP_RANGE;
+}
+
 /* dtype rules, as torch's:
  *   int64 stays int64: neg, abs, relu; clamp and hardtanh (clamp with a fractional, infinite or NaN
  *     bound computes in float32, as torch promotes to the bound's float type);
  *   int64 is promoted to float32: tanh, sigmoid, exp, log, sqrt (torch's unary float ops);
  *   int64 is refused: gelu, silu, mish, softplus, elu, leaky_relu, hardswish, hardsigmoid (torch:
  *     "... not implemented for 'Long'").
- * clamp: min_val > max_val gives max_val everywhere, NaN inputs stay NaN; a NaN bound with both
- * given makes every element NaN (torch's clamp_out fills NaN); a single NaN bound leaves x as it is
- * (torch's clamp_min / clamp_max: std::max(x, NaN) is x). */
+ * clamp: min_val > max_val gives max_val everywhere, NaN inputs stay NaN; NaN bounds as
+ * volua_clamp_bounds settles them. */
 int volua_unary_with_args(volua_tensor *out, const volua_tensor *a, volua_unop op,
                           const volua_unary_args *args, char *err) {
   const char *fn = (unsigned)op < VOLUA_UN_COUNT ? unop_name[op] : "unary";
@@ -218,13 +225,9 @@ int volua_unary_with_args(volua_tensor *out, const volua_tensor *a, volua_unop o
     }
     if (a->dtype == VOLUA_INT64)
       promote = (p.has_p0 && !whole_int64(p.p0)) || (p.has_p1 && !whole_int64(p.p1));
-    if (!promote) {
-      if (p.has_p0 && p.has_p1 && (isnan(p.p0) || isnan(p.p1))) {
-        if (volua_tensor_alloc(out, a->ndim, a->shape, VOLUA_FLOAT32, a->device, err)) return 1;
-        return volua_fill(out, NAN, err);
-      }
-      if (!p.has_p0 || isnan(p.p0)) p.p0 = -INFINITY;
-      if (!p.has_p1 || isnan(p.p1)) p.p1 = INFINITY;
+    if (!promote && volua_clamp_bounds(&p) == VOLUA_CLAMP_FILL_NAN) {
+      if (volua_tensor_alloc(out, a->ndim, a->shape, VOLUA_FLOAT32, a->device, err)) return 1;
+      return volua_fill(out, NAN, err);
     }
   } else if (a->dtype == VOLUA_INT64 && op >= VOLUA_UN_TANH) {
     if (op > VOLUA_UN_SQRT) {

@@ -90,20 +90,17 @@ int volua_pointwise_resolve(volua_pw_chain *c, const char *fn, const volua_tenso
         st->op = VOLUA_UN_CLAMP;
         a.has_p0 = a.has_p1 = 1;
       }
-      if (st->op == VOLUA_UN_CLAMP) {
-        if (!a.has_p0 && !a.has_p1) {
-          snprintf(err, VOLUA_ERR_MAX, "%s: step %d (%s): at least one of min and max must be given", fn, k + 1,
-                   unary_name[spec->step[k].op]);
-          return 1;
-        }
-        if (a.has_p0 && a.has_p1 && (isnan(a.p0) || isnan(a.p1))) { /* torch fills NaN */
-          st->kind = VOLUA_PW_FILL;
-          st->p0 = NAN;
-          st->f0 = NAN;
-          continue;
-        }
-        if (!a.has_p0 || isnan(a.p0)) a.p0 = -INFINITY;
-        if (!a.has_p1 || isnan(a.p1)) a.p1 = INFINITY;
+      const int bounds = st->op == VOLUA_UN_CLAMP ? volua_clamp_bounds(&a) : VOLUA_CLAMP_RANGE;
+      if (bounds == VOLUA_CLAMP_NO_BOUND) {
+        snprintf(err, VOLUA_ERR_MAX, "%s: step %d (%s): at least one of min and max must be given", fn, k + 1,
+                 unary_name[spec->step[k].op]);
+        return 1;
+      }
+      if (bounds == VOLUA_CLAMP_FILL_NAN) { /* torch fills NaN */
+        st->kind = VOLUA_PW_FILL;
+        st->p0 = NAN;
+        st->f0 = NAN;
+        continue;
       }
       st->p0 = a.p0;
       st->p1 = a.p1;
