@@ -67,8 +67,9 @@ template <class K, class... A> static void emu_launch(K kernel, unsigned grid, u
 // Each thread of a block is a fiber (ucontext) that runs until its next __syncthreads or its end;
 // a barrier's epoch runs every waiting thread in turn, in ascending or (emu_reverse) descending
 // order, so either thread of a pair that a missing barrier would race runs first in one of the
-// two. The block's dynamic shared memory is poisoned first (3e38, which no sum of this module's
-// inputs hides) with a poisoned guard past its end, as the GPU leaves it holding anything. A
+// two. The block's dynamic shared memory is poisoned first (3e38, which no window of normal
+// values hides; one holding inf or NaN can) with a guard past its end, as the GPU leaves it
+// holding anything. A
 // cp.async copy (pool_cp_async16/4) is checked for bounds and alignment on both sides, and lands
 // at its issue (emu_late 0: a copy that overwrote a buffer another thread still reads is seen
 // first) or at the wait_group that covers it (emu_late 1: a read of a buffer before its copies'
