@@ -203,7 +203,8 @@ struct AvgRingTile : PoolTile<TILE, AVG_RING_RT> {
 // VEC: the rows are whole float4 (IW a multiple of 4, x 16-byte aligned): staged 16 bytes at a time.
 template <int KH, int KW, int SH, int SW, int TILE, bool VEC>
 static __global__ void __launch_bounds__(256, AVG_RING_BLOCKS)
-    avg_pool3d_ring_kernel(volua_avg_pool3d_geom ag, AvgRingGeom rg, const float *__restrict__ x, float *__restrict__ y) {
+    avg_pool3d_ring_kernel(volua_avg_pool3d_geom ag, AvgRingGeom rg, const float *__restrict__ x,
+                           float *__restrict__ y) {
   using T = AvgRingTile<KH, KW, SH, SW, TILE>;
   constexpr int WX = T::WX, LW = T::LW, LS = T::LS, RT = T::RT, TH = T::TH, TW = T::TW, SC = T::SC, SN = T::SN;
   constexpr int NR = T::NR;
@@ -249,19 +250,17 @@ static __global__ void __launch_bounds__(256, AVG_RING_BLOCKS)
   const int lc = LW * wx + lane % LW, lr = (wy * LS + lane / LW) * RT; // column and first row in the tile
   const int ow = ow0 + lc, ohr = oh0 + lr;                             // this thread's column, its first row
   const float *tap0 = ring + (lr * SH) * SC + lc * SW + 4 - pW;
-  // The divisor is a product of one factor a dim (the window's length in the padded input with
-  // count_include_pad, else inside it), or the override; a window without input gives 0.
-  const bool cip = ag.count_include_pad != 0;
-  const int64_t over = ag.divisor_override;
-  int fhw[RT]; // the h and w factors' product, or 0 for a window without input along h or w
+  // The windows' lengths along h and w (the reference's volua_avg_pool_window), as products for
+  // volua_avg_pool_divisor: in the padded input, and inside the input (0: no input in the window).
+  int hw_padded[RT], hw_inside[RT];
   {
-    int64_t s0, s1, hp, wp;
-    volua_avg_pool_window(min(ow, OW - 1), IW, KW, SW, pW, &s0, &s1, &wp);
-    const int fw = s1 > s0 ? (int)(cip ? wp : s1 - s0) : 0;
+    int64_t w0, w1, wp, h0, h1, hp;
+    volua_avg_pool_window(min(ow, OW - 1), IW, KW, SW, pW, &w0, &w1, &wp);
 #pragma unroll
     for (int rr = 0; rr < RT; rr++) {
-      volua_avg_pool_window(min(ohr + rr, OH - 1), IH, KH, SH, pH, &s0, &s1, &hp);
-      fhw[rr] = s1 > s0 ? (int)(cip ? hp : s1 - s0) * fw : 0;
+      volua_avg_pool_window(min(ohr + rr, OH - 1), IH, KH, SH, pH, &h0, &h1, &hp);
+      hw_padded[rr] = (int)(hp * wp);
+      hw_inside[rr] = h1 > h0 && w1 > w0 ? (int)((h1 - h0) * (w1 - w0)) : 0;
     }
   }
   const int64_t OHW = (int64_t)OH * OW;
@@ -305,15 +304,16 @@ static __global__ void __launch_bounds__(256, AVG_RING_BLOCKS)
     }
     carried = give;
     if (ow < OW) {
-      const int s0 = max(e0, 0), s1 = min(e0 + kD, ID), pe = min(e0 + kD, ID + pD); // the window along d
-      const int fd = s1 > s0 ? (cip ? pe - e0 : s1 - s0) : 0;
+      int64_t d0, d1, dp; // the window along d
+      volua_avg_pool_window(od, ID, kD, sD, pD, &d0, &d1, &dp);
       const int64_t o = (plane * OD + od) * OHW + (int64_t)ohr * OW + ow;
 #pragma unroll
       for (int rr = 0; rr < RT; rr++) {
         if (ohr + rr >= OH) break;
-        const int f = fd * fhw[rr]; // 0: no input in the window, which gives 0, as PyTorch
-        const double divisor = (double)(over ? over : f);
-        y[o + (int64_t)rr * OW] = f == 0 ? 0.0f : (float)(acc[rr] / divisor);
+        const int64_t inside = (d1 - d0) * hw_inside[rr]; // 0: no input in the window, which gives 0, as PyTorch
+        y[o + (int64_t)rr * OW] =
+            d1 > d0 && inside > 0 ? (float)(acc[rr] / (double)volua_avg_pool_divisor(&ag, dp * hw_padded[rr], inside))
+                                  : 0.0f;
       }
     }
   }
