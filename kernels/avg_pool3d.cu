@@ -3,8 +3,8 @@
 // Three kernels, by the launcher's choice:
 //   ring: windows of 3 x 3 at stride 2 along H and W (k 3 s 2, the downsampling of 3D networks
 //     and KernelBench's level 1 problem 46), any window along D: each input slice a block's tile
-//     reads is staged once in shared memory (see the kernel). Only with VOLUA_AVG_RING=1 until
-//     it has been measured on a GPU (avg_ring_plan).
+//     reads is staged once in shared memory (see the kernel). VOLUA_AVG_RING=0 turns it off
+//     (avg_ring_plan).
 //   tiled: windows that tile the rows (stride = kernel along W, kW 1, 2 or 4, no padding along W,
 //     every window inside the input) of a multiple of VW = 2 or 4 floats: a thread reads each of
 //     its windows' rows as one 8- or 16-byte vector and makes VW / kW outputs along W, so a warp
@@ -323,14 +323,14 @@ static __global__ void __launch_bounds__(256, AVG_RING_BLOCKS)
 // buffers. It runs on windows of 3 x 3 at stride 2 along h and w with padding up to 4 (the buffers
 // start 4 columns before the tile's first window), any window along d whose slices and stride fit
 // 8 buffers, 16 output columns or more, and planes whose in-plane offsets fit 32 bits.
-// It is off unless VOLUA_AVG_RING=1: it has run only in scripts/pool_emulate.sh (every thread on
-// the CPU, both orders of its copies), not yet on a GPU, where its speed against the point
-// kernel is still to be measured (bench/NOTES.md, thirty-ninth session).
+// On by default since its first GPU run (bench/NOTES.md, fortieth session: L1-46 3.76 ms against
+// the point kernel's 10.48 on an H100); VOLUA_AVG_RING=0 turns it off, for measuring and so that
+// scripts/gpu_check.sh can run the specs' k 3 s 2 shapes on the point kernel too.
 static cudaError_t avg_ring_plan(const volua_avg_pool3d_geom *ag, AvgRingGeom *rg, int *wx) {
   static const char *mode = getenv("VOLUA_AVG_RING");
   const volua_pool3d_geom *g = &ag->pool;
   *wx = 0;
-  if (!(mode && mode[0] == '1')) return cudaSuccess;
+  if (mode && mode[0] == '0') return cudaSuccess;
   for (int i = 1; i < 3; i++)
     if (g->kernel[i] != 3 || g->stride[i] != 2 || g->padding[i] > 4) return cudaSuccess;
   const int64_t nb = g->kernel[0] + g->stride[0];

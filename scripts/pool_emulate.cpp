@@ -310,7 +310,7 @@ static void check_adaptive(volua_adaptive_pool3d_geom g, bool nonfinite) {
   }
 }
 
-// avg_pool3d's ring kernel (VOLUA_AVG_RING=1): windows of 3 x 3 at stride 2 along h and w with
+// avg_pool3d's ring kernel (on unless VOLUA_AVG_RING=0): windows of 3 x 3 at stride 2 along h and w with
 // 16 output columns or more, any window along d whose slices and stride fit its 8 buffers; rows of
 // whole float4 or not (odd widths, inputs 1 to 3 floats past a 16-byte boundary); few planes (the
 // plan then splits a plane's output depths into chunks) and many (up to 130: more blocks than
@@ -351,7 +351,6 @@ static void ring_trials(int trials) {
 int main(int argc, char **argv) {
   const int trials = argc > 1 ? atoi(argv[1]) : 20000;
   rng.seed(argc > 2 ? strtoull(argv[2], NULL, 10) : 20261128);
-  setenv("VOLUA_AVG_RING", "1", 1); // (off by default on the GPU until measured there)
   ring_trials(trials / 50 > 20 ? trials / 50 : 20);
   const long ring_before = emu_smem_launches;
   long tiled = 0, tiles_2 = 0, ran = 0;

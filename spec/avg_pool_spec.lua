@@ -610,8 +610,8 @@ describe("pooling family on the GPU against the CPU (seed " .. SEED .. ")", func
     end
   end)
 
-  it("avg_pool3d's k 3 s 2 shapes (the ring kernel's with VOLUA_AVG_RING=1): the same floats as the CPU", function()
-    -- The ring kernel (kernels/avg_pool3d.cu; off unless VOLUA_AVG_RING=1, as scripts/gpu_check.sh
+  it("avg_pool3d's k 3 s 2 shapes (the ring kernel's; the point kernel's with VOLUA_AVG_RING=0): the same floats as the CPU", function()
+    -- The ring kernel (kernels/avg_pool3d.cu; VOLUA_AVG_RING=0 turns it off, as scripts/gpu_check.sh
     -- runs this spec a second time) and the point kernel add each window's taps in double in the
     -- CPU's (d, h, w) order, so the two agree to the bit. The cases, for the ring kernel: each
     -- tile width (16, 32, 64, 128 columns; two tiles across), rows of whole float4 and not,
@@ -702,7 +702,7 @@ describe("pooling family on large tensors (VOLUA_TEST_LARGE=1)", function()
     end
   end)
 
-  it("avg_pool3d on 2.18 G elements: k 3 s 2 p 1 (the ring kernel with VOLUA_AVG_RING=1; the second plane starts past 2^32 bytes), the CPU's floats", function()
+  it("avg_pool3d on 2.18 G elements: k 3 s 2 p 1 (the ring kernel; the second plane starts past 2^32 bytes), the CPU's floats", function()
     local shape = {2, 2, 1024, 1024, 520}
     local xg = vol.rand(shape, {seed = SEED + 2, device = "cuda"})
     local x = xg:cpu()
