@@ -35,7 +35,7 @@ ORDER = ["L1-43", "L1-77", "L1-60", "L1-66", "L2-23"]
 # Other 3D shapes, not issue 4's five (no floors, not in the geometric means): issue 4 asks that
 # they be no slower than PyTorch. Shapes of volumetric networks (U-Net levels, pooling, up- and
 # downsampling); run with the others unless PROBLEMS names a subset.
-EXTRA = ["X-avg-k3s2", "X-pool-k3s1", "X-pool-k2s2", "X-conv-c32", "X-conv-s2", "X-convT-k2s2", "X-convT-k3s2"]
+EXTRA = ["X-avg-k3s2", "X-avg-k3s1", "X-avg-k2s2", "X-pool-k3s1", "X-pool-k2s2", "X-conv-c32", "X-conv-s2", "X-convT-k2s2", "X-convT-k3s2"]
 # other KernelBench level 1 3D problems (their files' shapes and arguments, as their models build them)
 KB_EXTRA = ["L1-46", "L1-54", "L1-59", "L1-58", "L1-61", "L1-68", "L1-70", "L1-72", "L1-73", "X-convT-g4",
             "X-conv-g4", "X-conv-dw"]
@@ -432,6 +432,15 @@ def problems():
                            make=lambda: nn.AvgPool3d(kernel_size=3, stride=2, padding=1),
                            args={"kernel_size": 3, "stride": 2, "padding": 1},
                            desc="avg_pool3d (16,32,64,64,64) k3 s2 p1"),
+        # avg_pool3d's other kernels: k 3 s 1 p 1 (a smoothing that keeps the size) on the point
+        # kernel, k 2 s 2 (the common downsampling) on the tiled kernel's 2 x 2 x 2 instance
+        "X-avg-k3s1": dict(op="avg_pool3d", shape=(16, 32, 64, 64, 64), seed=108,
+                           make=lambda: nn.AvgPool3d(kernel_size=3, stride=1, padding=1),
+                           args={"kernel_size": 3, "stride": 1, "padding": 1},
+                           desc="avg_pool3d (16,32,64,64,64) k3 s1 p1"),
+        "X-avg-k2s2": dict(op="avg_pool3d", shape=(16, 32, 128, 128, 128), seed=109,
+                           make=lambda: nn.AvgPool3d(kernel_size=2), args={"kernel_size": 2},
+                           desc="avg_pool3d (16,32,128,128,128) k2 s2"),
         "X-pool-k3s1": dict(op="max_pool3d", shape=(16, 32, 64, 128, 128), seed=101,
                             make=lambda: nn.MaxPool3d(kernel_size=3, stride=1, padding=1),
                             args={"kernel_size": 3, "stride": 1, "padding": 1},
