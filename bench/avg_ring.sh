@@ -6,6 +6,8 @@
 # synccheck; its > 2^31-element case; then bench/run.sh on L1-46 and X-avg-k3s2 beside PyTorch,
 # the point kernel (the default) in the main table and the ring kernel, with and without its
 # carried slice, as variants. Logs and the results under $OUT. About 6 minutes on an H100.
+# It ran as s40r1 (bench/NOTES.md, fortieth session); the ring kernel is the default since, so the
+# main table and the first variant are now the same kernel (VOLUA_AVG_RING=0 is the point kernel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/avg_ring_out}
