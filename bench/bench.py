@@ -35,7 +35,8 @@ ORDER = ["L1-43", "L1-77", "L1-60", "L1-66", "L2-23"]
 # Other 3D shapes, not issue 4's five (no floors, not in the geometric means): issue 4 asks that
 # they be no slower than PyTorch. Shapes of volumetric networks (U-Net levels, pooling, up- and
 # downsampling); run with the others unless PROBLEMS names a subset.
-EXTRA = ["X-avg-k3s2", "X-avg-k3s1", "X-avg-k2s2", "X-pool-k3s1", "X-pool-k2s2", "X-conv-c32", "X-conv-s2", "X-convT-k2s2", "X-convT-k3s2"]
+EXTRA = ["X-avg-k3s2", "X-avg-k3s1", "X-avg-k2s2", "X-pool-k3s1", "X-pool-k2s2", "X-conv-c32", "X-conv-s2",
+         "X-convT-k2s2", "X-convT-k3s2"]
 # other KernelBench level 1 3D problems (their files' shapes and arguments, as their models build them)
 KB_EXTRA = ["L1-46", "L1-54", "L1-59", "L1-58", "L1-61", "L1-68", "L1-70", "L1-72", "L1-73", "X-convT-g4",
             "X-conv-g4", "X-conv-dw"]
